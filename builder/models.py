@@ -1,0 +1,187 @@
+"""Plain data passed between pipeline stages.
+
+Stages are functions from one of these to the next; keeping the data dumb (dataclasses, JSON-able)
+lets each stage be tested alone and cached on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    """One entry of the reading list, as the researcher wrote it."""
+
+    arxiv_id: str  # without version, e.g. "2005.11401" or "hep-th/9901001"
+    version: str | None = None  # "v4" when pinned
+    tags: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Site settings from the corpus file."""
+
+    title: str = "Reading Room"
+    description: str = ""
+    base_url: str = "/"
+    model: str = "all-MiniLM-L6-v2"  # a name we ship, or a path to a sentence-transformers folder
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+@dataclass
+class PaperMeta:
+    """What arXiv (or a mirror) says about one version of a paper."""
+
+    arxiv_id: str
+    version: str  # "v4"
+    title: str
+    authors: list[str]
+    abstract: str
+    categories: list[str]
+    primary_category: str
+    published: str  # ISO date of v1, "" when unknown
+    updated: str  # ISO date of this version, "" when unknown
+    withdrawn: bool = False
+    comment: str = ""
+    doi: str = ""
+    journal_ref: str = ""
+
+    @property
+    def versioned_id(self) -> str:
+        return f"{self.arxiv_id}{self.version}"
+
+    @property
+    def abs_url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv_id}"
+
+    @property
+    def pdf_url(self) -> str:
+        return f"https://arxiv.org/pdf/{self.versioned_id}"
+
+
+@dataclass
+class FetchedPaper:
+    """A paper whose PDF sits on local disk and matches its checksum."""
+
+    meta: PaperMeta
+    pdf_path: str
+    pdf_sha256: str
+    source: str  # "cache", "mirror" or "arxiv"
+    ref: PaperRef | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One line of the build report: what went wrong, for which paper, and what to do."""
+
+    arxiv_id: str
+    stage: str  # "config", "fetch", "parse", "chunk", ...
+    reason: str
+    hint: str = ""
+
+    def line(self) -> str:
+        tail = f" — {self.hint}" if self.hint else ""
+        return f"[{self.stage}] {self.arxiv_id}: {self.reason}{tail}"
+
+
+@dataclass(frozen=True)
+class PageFlag:
+    """A page whose text cannot be trusted or is missing."""
+
+    page: int  # 1-based physical page
+    kind: str  # "no-text" or "garbled"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Where one PDF page's cleaned text sits inside ParsedPaper.text ([start, end))."""
+
+    page: int  # 1-based physical page of the PDF
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """A detected heading; it governs the text from `start` to the next heading."""
+
+    title: str
+    start: int  # offset into ParsedPaper.text
+    page: int
+    level: int = 1
+
+
+@dataclass
+class ParsedPaper:
+    """Cleaned text of a whole paper with a map back to pages.
+
+    `text` is every page's cleaned text in order, pages joined by a blank line; `pages` map every
+    character offset of `text` to the page it came from, which is what makes `[arXiv:ID p.N]`
+    citations and quote checks exact. The bibliography stays in `text` (so offsets stay simple) but
+    `references_span` marks it so chunking leaves it out; appendices after it remain searchable.
+    `references` holds the bibliography split into entries, for later use.
+    """
+
+    arxiv_id: str
+    text: str
+    pages: list[PageSpan]
+    sections: list[Section]
+    references: list[str] = field(default_factory=list)
+    references_span: tuple[int, int] | None = None  # [start, end) in `text`
+    page_count: int = 0
+    flags: list[PageFlag] = field(default_factory=list)
+
+    def page_at(self, offset: int) -> int:
+        """The 1-based page that holds character `offset` of `text`."""
+        lo, hi = 0, len(self.pages) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.pages[mid].start <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.pages[lo].page
+
+    def section_at(self, offset: int) -> str:
+        title = ""
+        for section in self.sections:
+            if section.start > offset:
+                break
+            title = section.title
+        return title
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ParsedPaper:
+        return cls(
+            arxiv_id=data["arxiv_id"],
+            text=data["text"],
+            pages=[PageSpan(**p) for p in data["pages"]],
+            sections=[Section(**s) for s in data["sections"]],
+            references=list(data.get("references", [])),
+            references_span=tuple(data["references_span"]) if data.get("references_span") else None,
+            page_count=data.get("page_count", 0),
+            flags=[PageFlag(**f) for f in data.get("flags", [])],
+        )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage that is embedded, indexed and shown; `text` is the cleaned paper text verbatim."""
+
+    chunk_id: str
+    arxiv_id: str
+    page_start: int
+    page_end: int
+    char_start: int  # offsets into ParsedPaper.text
+    char_end: int
+    section: str
+    text: str
+    n_tokens: int  # word pieces of `text` alone, without special tokens or context prefix
