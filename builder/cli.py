@@ -1,0 +1,272 @@
+"""`python -m builder …`: build the site and look after the reading list."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from builder import __version__, config, fetch
+from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
+
+DESCRIPTION = """\
+Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
+search that runs entirely in the visitor's browser.
+
+Typical use:
+  python -m builder build                      fetch, parse, chunk, index and render into site/
+  python -m builder build --mirror DIR         take PDFs from a local arXiv mirror (no network)
+  python -m builder add 2005.11401 --tag rag   put a paper on the reading list
+  python -m builder stats                      what the last build produced, and what failed
+"""
+
+
+def _common_corpus(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=DEFAULT_CORPUS,
+        metavar="FILE",
+        help=f"the reading list and site settings (default: {DEFAULT_CORPUS})",
+    )
+
+
+def _fetch_args(parser: argparse.ArgumentParser) -> None:
+    _common_corpus(parser)
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        metavar="DIR",
+        help=f"where PDFs, metadata and parsed text are kept between builds (default: {DEFAULT_CACHE})",
+    )
+    parser.add_argument(
+        "--offline", action="store_true", help="never touch the network: use only the cache (and --mirror)"
+    )
+    parser.add_argument(
+        "--mirror",
+        type=Path,
+        metavar="DIR",
+        help=f"take papers from a local mirror (pdf/<id>.pdf, meta/<id>.json) before asking arXiv; "
+        f"default: ${MIRROR_ENV} if set",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit non-zero if any paper failed (default: only if all failed)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
+    parser.add_argument("--arxiv-api", metavar="URL", help=argparse.SUPPRESS)  # tests: a loopback arXiv
+    parser.add_argument("--arxiv-delay", type=float, default=3.0, help=argparse.SUPPRESS)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m builder", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"readingroom {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    build = commands.add_parser(
+        "build",
+        help="run the whole pipeline and write the site",
+        description="Fetch every listed paper, parse its PDF into clean page text, cut it into chunks and "
+        "write the site's data. Failures of single papers are reported and the build goes on.",
+    )
+    _fetch_args(build)
+    build.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})"
+    )
+
+    fetch_cmd = commands.add_parser(
+        "fetch",
+        help="download (or take from the mirror) every listed paper into the cache",
+        description="Fill the cache without building: useful before going offline.",
+    )
+    _fetch_args(fetch_cmd)
+
+    add = commands.add_parser("add", help="add arXiv ids to the reading list", description="Add papers.")
+    _common_corpus(add)
+    add.add_argument("ids", nargs="+", metavar="ID", help="arXiv ids, e.g. 2005.11401 or 2005.11401v2 (pins v2)")
+    add.add_argument("--tag", action="append", default=[], help="a tag for these papers (repeatable)")
+    add.add_argument("--note", default="", help="a note shown with these papers")
+
+    remove = commands.add_parser("remove", help="remove arXiv ids from the reading list")
+    _common_corpus(remove)
+    remove.add_argument("ids", nargs="+", metavar="ID")
+
+    listing = commands.add_parser("list", help="show the reading list")
+    _common_corpus(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    bib = commands.add_parser(
+        "import-bibtex",
+        help="add every entry of a .bib file that has an arXiv eprint",
+        description="Reads eprint/archivePrefix fields, and arXiv ids in journal/url/note fields.",
+    )
+    _common_corpus(bib)
+    bib.add_argument("file", type=Path, metavar="FILE")
+    bib.add_argument("--tag", action="append", default=[], help="a tag for the imported papers (repeatable)")
+
+    stats = commands.add_parser(
+        "stats", help="papers, pages, chunks, tokens, flagged pages and failures of the last build"
+    )
+    stats.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _mirror(args: argparse.Namespace) -> Path | None:
+    mirror = args.mirror or mirror_from_env()
+    if mirror is not None and not (mirror / "pdf").is_dir():
+        raise config.CorpusError(f"mirror {mirror} has no pdf/ folder; point --mirror at a folder laid out "
+                                 "like ../shared/arxiv-mirror (pdf/<id>.pdf, meta/<id>.json)")
+    return mirror
+
+
+def _build_options(args: argparse.Namespace, out_dir: Path):
+    from builder.pipeline import BuildOptions
+
+    return BuildOptions(
+        corpus_path=args.corpus,
+        out_dir=out_dir,
+        cache_dir=args.cache,
+        mirror=_mirror(args),
+        offline=args.offline,
+        strict=args.strict,
+        progress=not args.no_progress,
+        arxiv_api=args.arxiv_api,
+        arxiv_delay=args.arxiv_delay,
+    )
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from builder.pipeline import build
+
+    report, code = build(_build_options(args, args.out))
+    for line in report.summary_lines():
+        print(line)
+    if code:
+        print("build failed: " + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
+              file=sys.stderr)
+    else:
+        print(f"site written to {args.out}/")
+    return code
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from builder.pipeline import fetch_options
+
+    corpus = config.load_corpus(args.corpus)
+    result = fetch.fetch_papers(
+        corpus.papers,
+        fetch_options(_build_options(args, DEFAULT_OUT)),
+        locked=config.load_lock(config.lock_path_for(args.corpus)),
+        progress=not args.no_progress,
+    )
+    print(f"{len(result.papers)} of {len(corpus.papers)} papers in the cache")
+    for failure in result.failures:
+        print(f"  {failure.line()}")
+    if corpus.papers and not result.papers:
+        return 1
+    return 1 if args.strict and result.failures else 0
+
+
+def _refs(ids: list[str], tags: list[str], note: str = ""):
+    from builder.models import PaperRef
+
+    refs = []
+    for raw in ids:
+        arxiv_id, version = config.split_arxiv_id(raw)
+        refs.append(PaperRef(arxiv_id, version, tuple(tags), note))
+    return refs
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    added = config.add_papers(args.corpus, _refs(args.ids, args.tag, args.note))
+    listed = sorted(set(config.split_arxiv_id(i)[0] for i in args.ids) - {r.arxiv_id for r in added})
+    for ref in added:
+        print(f"added {ref.arxiv_id}{ref.version or ''}")
+    for arxiv_id in listed:
+        print(f"already listed: {arxiv_id}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    removed = config.remove_papers(args.corpus, args.ids)
+    for arxiv_id in removed:
+        print(f"removed {arxiv_id}")
+    missing = sorted(set(config.split_arxiv_id(i)[0] for i in args.ids) - set(removed))
+    for arxiv_id in missing:
+        print(f"not on the reading list: {arxiv_id}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    corpus = config.load_corpus(args.corpus)
+    if args.json:
+        rows = [{"id": r.arxiv_id, "version": r.version, "tags": list(r.tags), "note": r.note} for r in corpus.papers]
+        print(json.dumps(rows, indent=1))
+        return 0
+    for ref in corpus.papers:
+        tags = f"  [{', '.join(ref.tags)}]" if ref.tags else ""
+        note = f"  {ref.note}" if ref.note else ""
+        print(f"{ref.arxiv_id}{ref.version or ''}{tags}{note}")
+    print(f"{len(corpus.papers)} papers", file=sys.stderr)
+    return 0
+
+
+def cmd_import_bibtex(args: argparse.Namespace) -> int:
+    from builder.bibtex import arxiv_id_of, parse_bibtex
+
+    if not args.file.exists():
+        raise config.CorpusError(f"{args.file}: no such BibTeX file")
+    entries = parse_bibtex(args.file.read_text(encoding="utf-8", errors="replace"))
+    ids, skipped = [], []
+    for entry in entries:
+        hit = arxiv_id_of(entry)
+        if hit:
+            ids.append(hit[0] + (hit[1] or ""))
+        else:
+            skipped.append(entry.key)
+    added = config.add_papers(args.corpus, _refs(ids, args.tag)) if ids else []
+    print(f"{len(entries)} entries, {len(ids)} with an arXiv id, {len(added)} added to {args.corpus}")
+    for key in skipped:
+        print(f"  skipped {key}: no arXiv eprint", file=sys.stderr)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from builder.report import read_report
+
+    report = read_report(args.out)
+    if args.json:
+        data = report.to_json()
+        data["flagged_pages"] = [{"arxiv_id": p.arxiv_id, "page": p.page, "kind": p.kind} for p in
+                                 report.flagged_pages]
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print("\n".join(report.summary_lines()))
+    return 0
+
+
+COMMANDS = {
+    "build": cmd_build,
+    "fetch": cmd_fetch,
+    "add": cmd_add,
+    "remove": cmd_remove,
+    "list": cmd_list,
+    "import-bibtex": cmd_import_bibtex,
+    "stats": cmd_stats,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages, never a hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    args = make_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (config.CorpusError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,164 @@
+"""The corpus file (`corpus/readingroom.toml`) and its lock file.
+
+The corpus file is written by people, so edits made by `add`/`remove`/`import-bibtex` go through
+tomlkit and keep the researcher's comments and layout. The lock file is written by builds only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+
+from builder.fetch import LockEntry
+from builder.models import PaperRef, Settings
+
+# New-style ids (0704.0001 … 2502.11089, 4 or 5 digits after the dot) and old-style (hep-th/9901001).
+ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$")
+
+SETTING_KEYS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
+PAPER_KEYS = {"id", "version", "tags", "note"}
+
+
+class CorpusError(ValueError):
+    """The corpus file is wrong; the message names the file, the entry and the fix."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    settings: Settings
+    papers: tuple[PaperRef, ...]
+
+
+def split_arxiv_id(raw: str) -> tuple[str, str | None]:
+    """'arXiv:2005.11401v2' → ('2005.11401', 'v2'); raises CorpusError on anything that is not an id."""
+    text = raw.strip()
+    text = re.sub(r"^(?:arxiv:|https?://arxiv\.org/(?:abs|pdf)/)", "", text, flags=re.IGNORECASE)
+    text = text.removesuffix(".pdf")
+    match = ARXIV_ID.match(text)
+    if not match:
+        raise CorpusError(f"{raw!r} is not an arXiv id (expected e.g. 2005.11401, 2005.11401v2 or hep-th/9901001)")
+    return match["id"], match["version"]
+
+
+def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CorpusError(f"{source}: not valid TOML ({exc})") from exc
+    site = data.get("site", {})
+    unknown = set(site) - SETTING_KEYS
+    if unknown:
+        raise CorpusError(f"{source}: unknown [site] keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}")
+    settings = Settings(**{k: str(v) for k, v in site.items()})
+    if not settings.base_url.startswith("/") or not settings.base_url.endswith("/"):
+        raise CorpusError(f"{source}: base_url {settings.base_url!r} must start and end with '/', e.g. '/my-list/'")
+    papers: list[PaperRef] = []
+    seen: set[str] = set()
+    for number, entry in enumerate(data.get("paper", []), start=1):
+        papers.append(_paper_ref(entry, f"{source}: [[paper]] #{number}"))
+        if papers[-1].arxiv_id in seen:
+            raise CorpusError(f"{source}: [[paper]] #{number}: {papers[-1].arxiv_id} is listed twice; remove one")
+        seen.add(papers[-1].arxiv_id)
+    return Corpus(settings=settings, papers=tuple(papers))
+
+
+def _paper_ref(entry: dict, where: str) -> PaperRef:
+    unknown = set(entry) - PAPER_KEYS
+    if unknown:
+        raise CorpusError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(PAPER_KEYS)}")
+    if "id" not in entry:
+        raise CorpusError(f'{where}: missing id = "…" (an arXiv id such as 2005.11401)')
+    try:
+        arxiv_id, version = split_arxiv_id(str(entry["id"]))
+    except ValueError as exc:
+        raise CorpusError(f"{where}: {exc}") from exc
+    pinned = entry.get("version", version)
+    if pinned is not None and not re.fullmatch(r"v\d+", str(pinned)):
+        raise CorpusError(f"{where}: version {pinned!r} must look like 'v2'")
+    tags = entry.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise CorpusError(f'{where}: tags must be a list of strings, e.g. tags = ["rag"]')
+    return PaperRef(arxiv_id=arxiv_id, version=pinned, tags=tuple(tags), note=str(entry.get("note", "")))
+
+
+def load_corpus(path: Path) -> Corpus:
+    if not path.exists():
+        raise CorpusError(f"{path}: no such corpus file; create it or pass --corpus FILE")
+    return parse_corpus(path.read_text(encoding="utf-8"), str(path))
+
+
+def add_papers(path: Path, refs: list[PaperRef]) -> list[PaperRef]:
+    """Append entries not yet listed; returns those actually added."""
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    listed = {split_arxiv_id(str(t["id"]))[0] for t in document.get("paper", [])}
+    added = []
+    for ref in refs:
+        if ref.arxiv_id not in listed:
+            listed.add(ref.arxiv_id)
+            added.append(ref)
+    if not added:
+        return []
+    papers = document.get("paper")
+    if papers is None:
+        papers = tomlkit.aot()
+        document.append("paper", papers)
+    for ref in added:
+        table = tomlkit.table()
+        table.add("id", ref.arxiv_id)
+        if ref.version:
+            table.add("version", ref.version)
+        if ref.tags:
+            table.add("tags", list(ref.tags))
+        if ref.note:
+            table.add("note", ref.note)
+        papers.append(table)
+    _write_checked(path, tomlkit.dumps(document))
+    return added
+
+
+def remove_papers(path: Path, arxiv_ids: list[str]) -> list[str]:
+    """Remove listed entries; returns the ids actually removed."""
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    wanted = {split_arxiv_id(i)[0] for i in arxiv_ids}
+    papers = document.get("paper", [])
+    removed = []
+    for index in reversed(range(len(papers))):
+        arxiv_id = split_arxiv_id(str(papers[index]["id"]))[0]
+        if arxiv_id in wanted:
+            removed.append(arxiv_id)
+            del papers[index]
+    if removed:
+        _write_checked(path, tomlkit.dumps(document))
+    return sorted(removed)
+
+
+def _write_checked(path: Path, text: str) -> None:
+    parse_corpus(text, str(path))  # never leave a corpus file the build would reject
+    path.write_text(text, encoding="utf-8")
+
+
+def lock_path_for(corpus_path: Path) -> Path:
+    return corpus_path.with_suffix(".lock")
+
+
+def load_lock(path: Path) -> dict[str, LockEntry]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {arxiv_id: LockEntry(**entry) for arxiv_id, entry in data["papers"].items()}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"{path}: unreadable lock file ({exc}); delete it to resolve versions afresh") from exc
+
+
+def write_lock(path: Path, entries: dict[str, LockEntry]) -> None:
+    body = {
+        "comment": "Written by `python -m builder build`: the version and PDF checksum each paper resolved to.",
+        "papers": {i: {"version": e.version, "pdf_sha256": e.pdf_sha256} for i, e in sorted(entries.items())},
+    }
+    path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,81 @@
+"""The build report: what was built, and one line for every paper or page that needs attention.
+
+It is written next to the site (`build-report.json`) so `stats` can answer without rebuilding, and so
+CI logs and the corpus page can show the same facts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from builder.models import Failure
+
+REPORT_FILE = "build-report.json"
+
+
+@dataclass(frozen=True)
+class FlaggedPage:
+    arxiv_id: str
+    page: int
+    kind: str
+    detail: str = ""
+
+
+@dataclass
+class BuildReport:
+    papers: int = 0  # papers that made it into the index
+    pages: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    listed: int = 0  # papers on the reading list
+    failures: list[Failure] = field(default_factory=list)
+    flagged_pages: list[FlaggedPage] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["failures"] = [
+            {"arxiv_id": f.arxiv_id, "stage": f.stage, "reason": f.reason, "hint": f.hint} for f in self.failures
+        ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> BuildReport:
+        return cls(
+            papers=data["papers"],
+            pages=data["pages"],
+            chunks=data["chunks"],
+            tokens=data["tokens"],
+            listed=data.get("listed", 0),
+            failures=[Failure(**f) for f in data["failures"]],
+            flagged_pages=[FlaggedPage(**p) for p in data["flagged_pages"]],
+            seconds=data.get("seconds", {}),
+        )
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"papers   {self.papers} of {self.listed} listed",
+            f"pages    {self.pages}",
+            f"chunks   {self.chunks}",
+            f"tokens   {self.tokens}",
+            f"flagged pages {len(self.flagged_pages)}",
+            f"failures {len(self.failures)}",
+        ]
+        lines += [f"  {f.line()}" for f in self.failures]
+        lines += [f"  [page] {p.arxiv_id} p.{p.page}: {p.kind} {p.detail}".rstrip() for p in self.flagged_pages]
+        return lines
+
+
+def write_report(out_dir: Path, report: BuildReport) -> Path:
+    path = out_dir / REPORT_FILE
+    path.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_report(out_dir: Path) -> BuildReport:
+    path = out_dir / REPORT_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m builder build --out {out_dir}` first")
+    return BuildReport.from_json(json.loads(path.read_text(encoding="utf-8")))
