@@ -40,9 +40,18 @@ def split_arxiv_id(raw: str) -> tuple[str, str | None]:
     text = re.sub(r"^(?:arxiv:|https?://arxiv\.org/(?:abs|pdf)/)", "", text, flags=re.IGNORECASE)
     text = text.removesuffix(".pdf")
     match = ARXIV_ID.match(text)
-    if not match:
+    if not match or not _plausible_new_style(match["id"]):
         raise CorpusError(f"{raw!r} is not an arXiv id (expected e.g. 2005.11401, 2005.11401v2 or hep-th/9901001)")
     return match["id"], match["version"]
+
+
+def _plausible_new_style(arxiv_id: str) -> bool:
+    """YYMM.NNNN up to 2014, YYMM.NNNNN from 2015: catches ids that lost a digit."""
+    if "/" in arxiv_id:
+        return True
+    yymm, number = arxiv_id.split(".")
+    month = int(yymm[2:])
+    return 1 <= month <= 12 and len(number) == (5 if yymm >= "1501" else 4)
 
 
 def parse_corpus(text: str, source: str = "corpus file") -> Corpus:

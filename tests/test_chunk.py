@@ -1,0 +1,178 @@
+import random
+
+import pytest
+from transformers import AutoTokenizer
+
+from builder.chunk import ChunkSettings, TokenCounter, chunk_paper, context_prefix, embedding_text, sentence_spans
+from builder.models import PageSpan, ParsedPaper, Section
+
+WORDS = (
+    "retrieval augmented generation dense passage index transformer attention layer token embedding "
+    "quantization recall precision benchmark corpus query document model training inference latency "
+    "hallucination citation evidence gradient parameter adapter low-rank matrix"
+).split()
+
+
+def sentence(rng: random.Random, n_words: int) -> str:
+    words = [rng.choice(WORDS) for _ in range(n_words)]
+    return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+
+def paragraph(rng: random.Random, n_sentences: int) -> str:
+    return " ".join(sentence(rng, rng.randint(6, 30)) for _ in range(n_sentences))
+
+
+def make_paper(pages_text: list[str], sections: list[tuple[str, str]], references: str | None = None):
+    """A ParsedPaper from page texts; `sections` are (heading text, title) found verbatim in the text."""
+    text = "\n\n".join(pages_text)
+    spans, position = [], 0
+    for number, page in enumerate(pages_text, start=1):
+        spans.append(PageSpan(number, position, position + len(page)))
+        position += len(page) + 2
+    found = []
+    for heading, title in sections:
+        start = text.index(heading)
+        found.append(Section(title, start, next(s.page for s in spans if s.start <= start <= s.end)))
+    ref_span = None
+    if references:
+        start = text.index(references)
+        end = min([s.start for s in found if s.start > start] or [len(text)])
+        ref_span = (start, end)
+    return ParsedPaper("2101.00001", text, spans, found, references_span=ref_span, page_count=len(pages_text))
+
+
+@pytest.fixture(scope="module")
+def counter(model_dir):
+    return TokenCounter(model_dir)
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(model_dir):
+    return AutoTokenizer.from_pretrained(str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def paper():
+    rng = random.Random(7)
+    pages = [
+        "1 Introduction\n\n" + "\n\n".join(paragraph(rng, 4) for _ in range(3)),
+        "\n\n".join(paragraph(rng, 5) for _ in range(3)) + "\n\n2 Method\n\n" + paragraph(rng, 3),
+        "\n\n".join(paragraph(rng, 6) for _ in range(2)),
+        "References\n\n[1] A. Author. A paper about things. 2020.\n\n[2] B. Author. Another one. 2021.",
+        "A Appendix\n\n" + paragraph(rng, 8),
+    ]
+    return make_paper(
+        pages,
+        [("1 Introduction", "1 Introduction"), ("2 Method", "2 Method"), ("References", "References"),
+         ("A Appendix", "A Appendix")],
+        references="References",
+    )
+
+
+def test_chunks_quote_the_cleaned_text_and_map_to_pages(paper, counter):
+    chunks = chunk_paper(paper, "A Study of Things", counter)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert c.text == paper.text[c.char_start : c.char_end]
+        assert c.page_start == paper.page_at(c.char_start)
+        assert c.page_end == paper.page_at(c.char_end - 1)
+        assert c.page_start <= c.page_end
+        assert c.text == c.text.strip()
+    assert any(c.page_start < c.page_end for c in chunks), "text flowing over a page break stays together"
+
+
+def test_no_chunk_exceeds_what_the_model_reads(paper, counter, hf_tokenizer):
+    chunks = chunk_paper(paper, "A Study of Things " * 20, counter)  # an absurdly long title is cut
+    for c in chunks:
+        prefix = context_prefix("A Study of Things " * 20, c.section, counter, ChunkSettings())
+        ids = hf_tokenizer(embedding_text(prefix, c.text), truncation=False)["input_ids"]
+        assert len(ids) <= 256
+        assert c.n_tokens == len(hf_tokenizer(c.text, add_special_tokens=False)["input_ids"])
+
+
+def test_references_are_left_out_and_the_appendix_kept(paper, counter):
+    chunks = chunk_paper(paper, "T", counter)
+    start, end = paper.references_span
+    assert all(c.char_end <= start or c.char_start >= end for c in chunks)
+    assert not any("A paper about things" in c.text for c in chunks)
+    assert any(c.section == "A Appendix" for c in chunks)
+
+
+def test_chunks_do_not_cross_section_headings(paper, counter):
+    chunks = chunk_paper(paper, "T", counter)
+    for c in chunks:
+        for s in paper.sections:
+            assert not (c.char_start < s.start < c.char_end), (c.section, s.title)
+        assert c.section == paper.section_at(c.char_start)
+
+
+def test_every_searchable_sentence_is_in_some_chunk(paper, counter):
+    chunks = chunk_paper(paper, "T", counter)
+    covered = [False] * len(paper.text)
+    for c in chunks:
+        covered[c.char_start : c.char_end] = [True] * (c.char_end - c.char_start)
+    ref_start, ref_end = paper.references_span
+    missing = [
+        i for i, ch in enumerate(paper.text) if not ch.isspace() and not covered[i] and not ref_start <= i < ref_end
+    ]
+    assert missing == []
+
+
+def test_neighbours_overlap_by_at_most_the_overlap_budget(paper, counter):
+    settings = ChunkSettings()
+    chunks = chunk_paper(paper, "T", counter, settings)
+    overlaps = 0
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        if a.section == b.section and b.char_start < a.char_end:
+            overlaps += 1
+            assert counter.count(paper.text[b.char_start : a.char_end]) <= settings.overlap_tokens
+        assert b.char_start > a.char_start
+    assert overlaps > 0
+
+
+def test_ids_are_stable_and_position_dependent(paper, counter):
+    first = [c.chunk_id for c in chunk_paper(paper, "T", counter)]
+    again = [c.chunk_id for c in chunk_paper(paper, "T", counter)]
+    assert first == again
+    assert len(set(first)) == len(first)
+    shifted = ParsedPaper(
+        paper.arxiv_id,
+        "Preface.\n\n" + paper.text,
+        [PageSpan(1, 0, paper.pages[0].end + 10)]
+        + [PageSpan(p.page, p.start + 10, p.end + 10) for p in paper.pages[1:]],
+        [Section(s.title, s.start + 10, s.page) for s in paper.sections],
+        references_span=(paper.references_span[0] + 10, paper.references_span[1] + 10),
+        page_count=paper.page_count,
+    )
+    moved = [c.chunk_id for c in chunk_paper(shifted, "T", counter)]
+    assert not set(first) & set(moved)
+
+
+def test_a_sentence_longer_than_a_chunk_is_split_at_word_boundaries(counter):
+    rng = random.Random(3)
+    long_sentence = " ".join(rng.choice(WORDS) for _ in range(600))  # no full stop at all
+    paper = make_paper([long_sentence], [])
+    chunks = chunk_paper(paper, "T", counter)
+    assert len(chunks) >= 3
+    for c in chunks:
+        assert c.n_tokens <= counter.max_seq_length - 2 - counter.count("T")  # a merged tail may pass the target
+        assert paper.text[c.char_start - 1 : c.char_start] in ("", " ")  # starts at a word
+
+
+def test_a_small_tail_is_merged_not_left_alone(counter):
+    rng = random.Random(5)
+    body = paragraph(rng, 9)
+    paper = make_paper([body + "\n\nShort end."], [])
+    chunks = chunk_paper(paper, "T", counter)
+    assert chunks[-1].text.endswith("Short end.")
+    assert chunks[-1].n_tokens >= ChunkSettings().min_tokens
+
+
+def test_sentence_splitting_respects_abbreviations():
+    text = "We follow Lewis et al. and use e.g. BM25 in Fig. 3. Results improve. Next one starts here."
+    pieces = [text[a:b] for a, b in sentence_spans(text, 0, len(text))]
+    assert pieces == [
+        "We follow Lewis et al. and use e.g. BM25 in Fig. 3.",
+        "Results improve.",
+        "Next one starts here.",
+    ]
