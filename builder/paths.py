@@ -11,6 +11,7 @@ DEFAULT_OUT = Path("site")
 DEFAULT_CACHE = Path(".cache/readingroom")
 MIRROR_ENV = "READINGROOM_MIRROR"
 SHARED_MIRROR = REPO_ROOT.parent / "shared" / "arxiv-mirror"
+DEV_QUESTIONS = REPO_ROOT.parent / "shared" / "eval" / "dev-questions.jsonl"
 
 
 def bundled_model_dir() -> Path:

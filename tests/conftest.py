@@ -8,8 +8,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from builder.paths import SHARED_MIRROR, bundled_model_dir  # noqa: E402
 
-DEV_QUESTIONS = SHARED_MIRROR.parent / "eval" / "dev-questions.jsonl"
-
 
 @pytest.fixture(scope="session")
 def mirror_dir() -> Path:
