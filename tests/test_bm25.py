@@ -1,0 +1,233 @@
+import json
+import math
+from collections import Counter
+
+import pytest
+from readingroom_core.analysis import analyze, parse_query
+from readingroom_core.bm25 import BM25Index, decode_entry
+
+from builder.postings import build_postings, encode_entry, postings_bytes, shard_postings, write_postings
+
+CORPUS = [
+    "We introduce the Transformer, a model architecture relying entirely on self-attention.",
+    "Recurrent neural networks with long short-term memory have been the state of the art for translation.",
+    "Batch normalization reduces internal covariate shift and allows much higher learning rates.",
+    "Adam is an algorithm for first-order gradient-based optimization of stochastic objective functions.",
+    "Dropout prevents overfitting by randomly dropping units from the neural network during training.",
+    "BERT-base and BERT-large are pre-trained with masked language modeling and next sentence prediction.",
+    "GPT-3 shows that scaling up language models greatly improves few-shot performance.",
+    "Retrieval-augmented generation combines a parametric memory with a dense vector index of Wikipedia.",
+    "Dense passage retrieval outperforms BM25 on open-domain question answering benchmarks.",
+    "We report exact match and F1 scores on Natural Questions and TriviaQA.",
+    "Generative adversarial networks train a generator and a discriminator in a minimax game.",
+    "Variational autoencoders maximise the evidence lower bound with the reparameterization trick.",
+    "Word2vec learns word vectors with the skip-gram model and negative sampling.",
+    "Deep residual learning eases the training of networks that are substantially deeper.",
+    "Knowledge distillation transfers the knowledge of a large ensemble into a small model.",
+    "Layer normalization normalizes the summed inputs across the features of a single training case.",
+    "We fine-tune BERT-base on GLUE and report accuracy on the development set.",
+    "The k-NN language model interpolates a pretrained model with a nearest neighbour retrieval step.",
+    "Weight decay is equivalent to l2 regularization for plain stochastic gradient descent.",
+    "Attention lets the decoder look at every encoder state when producing a translation.",
+    "Sequence to sequence learning with neural networks maps an input sequence to a vector.",
+    "Proximal policy optimization alternates between sampling data and optimizing a surrogate objective.",
+    "Reinforcement learning from human feedback aligns language models with user intent.",
+    "Convolutional networks achieve state-of-the-art image classification on ImageNet.",
+    "Scaling laws relate language model loss to model size, data set size and compute.",
+    "Denoising diffusion probabilistic models generate high quality image samples.",
+    "We release code and pretrained models at arXiv 2005.11401 together with the data.",
+    "Low-rank adaptation freezes the pretrained weights and injects trainable rank decomposition matrices.",
+    "Contrastive learning of visual representations benefits from large batch sizes and augmentation.",
+    "Mixture-of-experts layers route each token to a small number of expert networks.",
+    "Dropout prevents overfitting by randomly dropping units from the neural network during training.",
+]
+
+QUERIES = [
+    "language models",
+    "dropout overfitting",
+    "retrieval augmented generation",
+    "GPT-3 few-shot",
+    "BERT-base fine-tuning",
+    "state-of-the-art neural networks",
+    "l2 regularization weight decay",
+    "2005.11401",
+    "normalization training",
+    "k-NN",
+    "quantum chromodynamics",
+]
+
+
+def reference_bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[tuple[int, float]]:
+    """Textbook BM25 with Lucene's idf, straight from term counts, best first, ties by doc id."""
+    counts = [Counter(analyze(doc)) for doc in docs]
+    lengths = [sum(count.values()) for count in counts]
+    avgdl = sum(lengths) / len(docs)
+    scores = {}
+    for doc_id, count in enumerate(counts):
+        score, matched = 0.0, False
+        for term in dict.fromkeys(parse_query(query).terms):
+            if count[term] == 0:
+                continue
+            matched = True
+            df = sum(1 for other in counts if other[term])
+            idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+            tf = count[term]
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[doc_id] / avgdl))
+        if matched:
+            scores[doc_id] = score
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def assert_same_ranking(got, expected):
+    assert [doc for doc, _ in got] == [doc for doc, _ in expected]
+    for (_, got_score), (_, expected_score) in zip(got, expected, strict=True):
+        assert got_score == pytest.approx(expected_score, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def postings():
+    return build_postings(CORPUS)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_scores_match_reference(postings, query):
+    index = BM25Index(postings)
+    assert_same_ranking(index.search(parse_query(query).terms, k=len(CORPUS)), reference_bm25(CORPUS, query))
+
+
+def test_top_k_cuts_the_full_ranking(postings):
+    full = BM25Index(postings).search(parse_query("language models").terms, k=100)
+    assert len(full) > 5
+    assert BM25Index(postings).search(parse_query("language models").terms, k=5) == full[:5]
+    assert BM25Index(postings).search(["model"], k=0) == []
+
+
+def test_other_parameters_are_stored_and_used():
+    tuned = build_postings(CORPUS, k1=0.9, b=0.4)
+    assert (tuned["k1"], tuned["b"]) == (0.9, 0.4)
+    got = BM25Index(tuned).search(parse_query("language models").terms, k=50)
+    assert_same_ranking(got, reference_bm25(CORPUS, "language models", k1=0.9, b=0.4))
+
+
+def test_equal_scores_break_ties_by_doc_id(postings):
+    hits = BM25Index(postings).search(parse_query("dropout").terms, k=10)
+    assert [doc for doc, _ in hits] == [4, 30]  # the same sentence twice
+    assert hits[0][1] == hits[1][1]
+
+
+def test_repeated_query_terms_count_once(postings):
+    index = BM25Index(postings)
+    assert index.search(["model", "languag", "model"], k=10) == index.search(["model", "languag"], k=10)
+
+
+def test_common_term_still_scores_positive(postings):
+    everywhere = build_postings(["alpha beta", "alpha gamma", "alpha delta"])
+    hits = BM25Index(everywhere).search(["alpha"], k=3)
+    assert len(hits) == 3 and all(score > 0 for _, score in hits)
+
+
+def test_filter_applies_while_scoring(postings):
+    index = BM25Index(postings)
+    terms = parse_query("language models").terms
+    best_overall = [doc for doc, _ in index.search(terms, k=3)]
+    asked = []
+
+    def allowed(doc_id):
+        asked.append(doc_id)
+        return doc_id not in best_overall
+
+    hits = index.search(terms, k=3, allowed=allowed)
+    assert len(hits) == 3
+    assert not {doc for doc, _ in hits} & set(best_overall)
+    expected = [hit for hit in reference_bm25(CORPUS, "language models") if hit[0] not in best_overall][:3]
+    assert_same_ranking(hits, expected)
+    assert len(asked) == len(set(asked))  # one verdict per candidate document
+
+
+def test_postings_encode_deltas_and_omit_all_one_frequencies():
+    assert encode_entry([(3, 1), (7, 2), (8, 1)]) == [[3, 4, 1], [1, 2, 1]]
+    assert encode_entry([(0, 1), (5, 1)]) == [[0, 5]]
+    assert decode_entry([[3, 4, 1], [1, 2, 1]]) == ([3, 7, 8], [1, 2, 1])
+    assert decode_entry([[0, 5]]) == ([0, 5], [1, 1])
+
+
+def test_postings_hold_what_scoring_needs(postings):
+    assert postings["v"] == 1 and postings["n"] == len(CORPUS)
+    assert postings["dl"] == [len(analyze(doc)) for doc in CORPUS]
+    assert postings["avgdl"] == pytest.approx(sum(postings["dl"]) / len(CORPUS))
+    assert decode_entry(postings["t"]["dropout"]) == ([4, 30], [1, 1])
+
+
+def test_json_round_trip_keeps_scores(postings, tmp_path):
+    path = tmp_path / "postings.json"
+    write_postings(path, postings)
+    loaded = json.loads(path.read_bytes())
+    assert loaded == postings
+    for query in QUERIES:
+        terms = parse_query(query).terms
+        assert BM25Index(loaded).search(terms, k=10) == BM25Index(postings).search(terms, k=10)
+
+
+def test_bytes_are_deterministic_and_compact(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    write_postings(first, build_postings(CORPUS))
+    write_postings(second, build_postings(list(CORPUS)))
+    assert first.read_bytes() == second.read_bytes()
+    text = first.read_text()
+    assert " " not in text and "\n" not in text
+    assert list(json.loads(text)) == sorted(json.loads(text))
+
+
+class CountingLoader:
+    def __init__(self, shards: dict[str, dict]):
+        self.files = {name: postings_bytes(shard).decode() for name, shard in shards.items()}
+        self.loaded: list[str] = []
+
+    def __call__(self, name: str) -> str:
+        self.loaded.append(name)
+        return self.files[name]
+
+
+def test_shards_split_terms_into_ordered_ranges(postings):
+    manifest, shards = shard_postings(postings, max_bytes=300)
+    assert "t" not in manifest and manifest["dl"] == postings["dl"]
+    assert len(shards) > 5
+    ranges = manifest["s"]
+    assert [name for _, _, name in ranges] == list(shards)
+    assert all(first <= last for first, last, _ in ranges)
+    assert all(previous[1] < following[0] for previous, following in zip(ranges, ranges[1:], strict=False))
+    merged = {term: entry for shard in shards.values() for term, entry in shard["t"].items()}
+    assert merged == postings["t"]
+    assert all(len(postings_bytes(shard)) <= 300 + 100 for shard in shards.values() if len(shard["t"]) > 1)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sharded_index_scores_like_single_file(postings, query):
+    manifest, shards = shard_postings(postings, max_bytes=300)
+    sharded = BM25Index(json.loads(postings_bytes(manifest)), load_shard=CountingLoader(shards))
+    terms = parse_query(query).terms
+    assert sharded.search(terms, k=10) == BM25Index(postings).search(terms, k=10)
+
+
+def test_shards_load_lazily_and_once(postings):
+    manifest, shards = shard_postings(postings, max_bytes=300)
+    loader = CountingLoader(shards)
+    index = BM25Index(manifest, load_shard=loader)
+    assert loader.loaded == []
+    index.search(["dropout"], k=3)
+    assert len(loader.loaded) == 1
+    index.search(["dropout", "dropouts"], k=3)  # loaded range without that term: no second fetch
+    index.search(["zzzz", "0000"], k=3)  # before the first and after the last range
+    assert len(loader.loaded) == 1
+
+
+def test_reader_refuses_unknown_format_and_missing_loader(postings):
+    with pytest.raises(ValueError, match="format"):
+        BM25Index({**postings, "v": 2})
+    manifest, _ = shard_postings(postings, max_bytes=300)
+    with pytest.raises(ValueError, match="load_shard"):
+        BM25Index(manifest)
+
+
+def test_empty_corpus_finds_nothing():
+    assert BM25Index(build_postings([])).search(["model"], k=5) == []
