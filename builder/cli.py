@@ -53,7 +53,9 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         f"default: ${MIRROR_ENV} if set",
     )
     parser.add_argument(
-        "--strict", action="store_true", help="exit non-zero if any paper failed (default: only if all failed)"
+        "--strict",
+        action="store_true",
+        help="exit non-zero if any paper failed (default: only if all failed)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     parser.add_argument("--arxiv-api", metavar="URL", help=argparse.SUPPRESS)  # tests: a loopback arXiv
@@ -62,7 +64,9 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m builder", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m builder",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"readingroom {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -87,7 +91,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     add = commands.add_parser("add", help="add arXiv ids to the reading list", description="Add papers.")
     _common_corpus(add)
-    add.add_argument("ids", nargs="+", metavar="ID", help="arXiv ids, e.g. 2005.11401 or 2005.11401v2 (pins v2)")
+    add.add_argument(
+        "ids", nargs="+", metavar="ID", help="arXiv ids, e.g. 2005.11401 or 2005.11401v2 (pins v2)"
+    )
     add.add_argument("--tag", action="append", default=[], help="a tag for these papers (repeatable)")
     add.add_argument("--note", default="", help="a note shown with these papers")
 
@@ -119,8 +125,10 @@ def make_parser() -> argparse.ArgumentParser:
 def _mirror(args: argparse.Namespace) -> Path | None:
     mirror = args.mirror or mirror_from_env()
     if mirror is not None and not (mirror / "pdf").is_dir():
-        raise config.CorpusError(f"mirror {mirror} has no pdf/ folder; point --mirror at a folder laid out "
-                                 "like ../shared/arxiv-mirror (pdf/<id>.pdf, meta/<id>.json)")
+        raise config.CorpusError(
+            f"mirror {mirror} has no pdf/ folder; point --mirror at a folder laid out "
+            "like ../shared/arxiv-mirror (pdf/<id>.pdf, meta/<id>.json)"
+        )
     return mirror
 
 
@@ -147,8 +155,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     for line in report.summary_lines():
         print(line)
     if code:
-        print("build failed: " + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
-              file=sys.stderr)
+        print(
+            "build failed: "
+            + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
+            file=sys.stderr,
+        )
     else:
         print(f"site written to {args.out}/")
     return code
@@ -205,7 +216,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     corpus = config.load_corpus(args.corpus)
     if args.json:
-        rows = [{"id": r.arxiv_id, "version": r.version, "tags": list(r.tags), "note": r.note} for r in corpus.papers]
+        rows = [
+            {"id": r.arxiv_id, "version": r.version, "tags": list(r.tags), "note": r.note}
+            for r in corpus.papers
+        ]
         print(json.dumps(rows, indent=1))
         return 0
     for ref in corpus.papers:
@@ -242,8 +256,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     report = read_report(args.out)
     if args.json:
         data = report.to_json()
-        data["flagged_pages"] = [{"arxiv_id": p.arxiv_id, "page": p.page, "kind": p.kind} for p in
-                                 report.flagged_pages]
+        data["flagged_pages"] = [
+            {"arxiv_id": p.arxiv_id, "page": p.page, "kind": p.kind} for p in report.flagged_pages
+        ]
         print(json.dumps(data, ensure_ascii=False))
     else:
         print("\n".join(report.summary_lines()))

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import tomlkit
 
-from builder.fetch import LockEntry
-from builder.models import PaperRef, Settings
+from builder.models import LockEntry, PaperRef, Settings
 
 # New-style ids (0704.0001 … 2502.11089, 4 or 5 digits after the dot) and old-style (hep-th/9901001).
 ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$")
@@ -41,7 +40,9 @@ def split_arxiv_id(raw: str) -> tuple[str, str | None]:
     text = text.removesuffix(".pdf")
     match = ARXIV_ID.match(text)
     if not match or not _plausible_new_style(match["id"]):
-        raise CorpusError(f"{raw!r} is not an arXiv id (expected e.g. 2005.11401, 2005.11401v2 or hep-th/9901001)")
+        raise CorpusError(
+            f"{raw!r} is not an arXiv id (expected e.g. 2005.11401, 2005.11401v2 or hep-th/9901001)"
+        )
     return match["id"], match["version"]
 
 
@@ -65,13 +66,17 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
         raise CorpusError(f"{source}: unknown [site] keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}")
     settings = Settings(**{k: str(v) for k, v in site.items()})
     if not settings.base_url.startswith("/") or not settings.base_url.endswith("/"):
-        raise CorpusError(f"{source}: base_url {settings.base_url!r} must start and end with '/', e.g. '/my-list/'")
+        raise CorpusError(
+            f"{source}: base_url {settings.base_url!r} must start and end with '/', e.g. '/my-list/'"
+        )
     papers: list[PaperRef] = []
     seen: set[str] = set()
     for number, entry in enumerate(data.get("paper", []), start=1):
         papers.append(_paper_ref(entry, f"{source}: [[paper]] #{number}"))
         if papers[-1].arxiv_id in seen:
-            raise CorpusError(f"{source}: [[paper]] #{number}: {papers[-1].arxiv_id} is listed twice; remove one")
+            raise CorpusError(
+                f"{source}: [[paper]] #{number}: {papers[-1].arxiv_id} is listed twice; remove one"
+            )
         seen.add(papers[-1].arxiv_id)
     return Corpus(settings=settings, papers=tuple(papers))
 
@@ -162,7 +167,9 @@ def load_lock(path: Path) -> dict[str, LockEntry]:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {arxiv_id: LockEntry(**entry) for arxiv_id, entry in data["papers"].items()}
     except (ValueError, KeyError, TypeError) as exc:
-        raise CorpusError(f"{path}: unreadable lock file ({exc}); delete it to resolve versions afresh") from exc
+        raise CorpusError(
+            f"{path}: unreadable lock file ({exc}); delete it to resolve versions afresh"
+        ) from exc
 
 
 def write_lock(path: Path, entries: dict[str, LockEntry]) -> None:

@@ -21,6 +21,14 @@ class PaperRef:
 
 
 @dataclass(frozen=True)
+class LockEntry:
+    """What a previous build resolved for a paper; makes rebuilds reproducible."""
+
+    version: str  # "v4"
+    pdf_sha256: str
+
+
+@dataclass(frozen=True)
 class Settings:
     """Site settings from the corpus file."""
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from builder import chunk, config, fetch, parse
-from builder.models import Chunk, FetchedPaper, Failure, PaperMeta, ParsedPaper
+from builder.models import Chunk, Failure, FetchedPaper, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
 
@@ -78,7 +78,10 @@ def fetch_corpus(corpus: config.Corpus, options: BuildOptions, report: BuildRepo
     lock_path = config.lock_path_for(options.corpus_path)
     with timed(report, "fetch"):
         result = fetch.fetch_papers(
-            corpus.papers, fetch_options(options), locked=config.load_lock(lock_path), progress=options.progress
+            corpus.papers,
+            fetch_options(options),
+            locked=config.load_lock(lock_path),
+            progress=options.progress,
         )
     report.failures.extend(result.failures)
     refs = {ref.arxiv_id: ref for ref in corpus.papers}
@@ -182,7 +185,9 @@ def write_ingest(out_dir: Path, result: Ingest) -> None:
     data = out_dir / "data"
     (data / "chunks").mkdir(parents=True, exist_ok=True)
     papers = [_paper_record(p) for p in result.papers]
-    (data / "papers.json").write_text(json.dumps(papers, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (data / "papers.json").write_text(
+        json.dumps(papers, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     for paper in result.papers:
         rows = [asdict(c) for c in paper.chunks]
         path = data / "chunks" / f"{paper.meta.arxiv_id.replace('/', '_')}.json"

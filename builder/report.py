@@ -37,7 +37,8 @@ class BuildReport:
     def to_json(self) -> dict:
         data = asdict(self)
         data["failures"] = [
-            {"arxiv_id": f.arxiv_id, "stage": f.stage, "reason": f.reason, "hint": f.hint} for f in self.failures
+            {"arxiv_id": f.arxiv_id, "stage": f.stage, "reason": f.reason, "hint": f.hint}
+            for f in self.failures
         ]
         return data
 
@@ -64,7 +65,9 @@ class BuildReport:
             f"failures {len(self.failures)}",
         ]
         lines += [f"  {f.line()}" for f in self.failures]
-        lines += [f"  [page] {p.arxiv_id} p.{p.page}: {p.kind} {p.detail}".rstrip() for p in self.flagged_pages]
+        lines += [
+            f"  [page] {p.arxiv_id} p.{p.page}: {p.kind} {p.detail}".rstrip() for p in self.flagged_pages
+        ]
         return lines
 
 

@@ -37,7 +37,9 @@ def main() -> int:
     args = parser.parse_args()
 
     ids = (args.mirror / "reading-list.txt").read_text().split()
-    with_cache = FetchOptions(cache_dir=Path("/tmp/readingroom-bench-cache"), mirror=args.mirror, offline=True)
+    with_cache = FetchOptions(
+        cache_dir=Path("/tmp/readingroom-bench-cache"), mirror=args.mirror, offline=True
+    )
     fetched = fetch_papers([PaperRef(i) for i in ids], with_cache, progress=False)
     model_dir = bundled_model_dir()
     counter = TokenCounter(model_dir)
@@ -69,7 +71,11 @@ def main() -> int:
                 problems["invalid page span"] += 1
             if parsed.text[c.char_start : c.char_end] != c.text:
                 problems["text differs from the cleaned text at its offsets"] += 1
-            if parsed.references_span and parsed.references_span[0] < c.char_end and c.char_start < parsed.references_span[1]:
+            if (
+                parsed.references_span
+                and parsed.references_span[0] < c.char_end
+                and c.char_start < parsed.references_span[1]
+            ):
                 problems["chunk inside the references section"] += 1
             if STAMP.search(c.text):
                 problems["arXiv stamp in chunk text"] += 1

@@ -27,8 +27,20 @@ def write_corpus(path, ids, extra=""):
 
 def build(tmp_path, corpus, mirror, *extra):
     return main(
-        ["build", "--corpus", str(corpus), "--out", str(tmp_path / "site"), "--cache", str(tmp_path / "cache"),
-         "--mirror", str(mirror), "--offline", "--no-progress", *extra]
+        [
+            "build",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(tmp_path / "site"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--mirror",
+            str(mirror),
+            "--offline",
+            "--no-progress",
+            *extra,
+        ]
     )
 
 

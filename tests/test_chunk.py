@@ -3,7 +3,14 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from builder.chunk import ChunkSettings, TokenCounter, chunk_paper, context_prefix, embedding_text, sentence_spans
+from builder.chunk import (
+    ChunkSettings,
+    TokenCounter,
+    chunk_paper,
+    context_prefix,
+    embedding_text,
+    sentence_spans,
+)
 from builder.models import PageSpan, ParsedPaper, Section
 
 WORDS = (
@@ -63,8 +70,12 @@ def paper():
     ]
     return make_paper(
         pages,
-        [("1 Introduction", "1 Introduction"), ("2 Method", "2 Method"), ("References", "References"),
-         ("A Appendix", "A Appendix")],
+        [
+            ("1 Introduction", "1 Introduction"),
+            ("2 Method", "2 Method"),
+            ("References", "References"),
+            ("A Appendix", "A Appendix"),
+        ],
         references="References",
     )
 
@@ -113,7 +124,9 @@ def test_every_searchable_sentence_is_in_some_chunk(paper, counter):
         covered[c.char_start : c.char_end] = [True] * (c.char_end - c.char_start)
     ref_start, ref_end = paper.references_span
     missing = [
-        i for i, ch in enumerate(paper.text) if not ch.isspace() and not covered[i] and not ref_start <= i < ref_end
+        i
+        for i, ch in enumerate(paper.text)
+        if not ch.isspace() and not covered[i] and not ref_start <= i < ref_end
     ]
     assert missing == []
 
@@ -155,7 +168,9 @@ def test_a_sentence_longer_than_a_chunk_is_split_at_word_boundaries(counter):
     chunks = chunk_paper(paper, "T", counter)
     assert len(chunks) >= 3
     for c in chunks:
-        assert c.n_tokens <= counter.max_seq_length - 2 - counter.count("T")  # a merged tail may pass the target
+        assert c.n_tokens <= counter.max_seq_length - 2 - counter.count(
+            "T"
+        )  # a merged tail may pass the target
         assert paper.text[c.char_start - 1 : c.char_start] in ("", " ")  # starts at a word
 
 

@@ -151,7 +151,9 @@ def test_import_bibtex_adds_only_new_arxiv_entries(corpus_file, tmp_path, capsys
 
 
 def test_help_explains_every_command():
-    result = subprocess.run([sys.executable, "-m", "builder", "--help"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "builder", "--help"], capture_output=True, text=True, check=True
+    )
     for command in ("build", "fetch", "add", "remove", "list", "import-bibtex", "stats"):
         assert command in result.stdout
     build_help = subprocess.run(

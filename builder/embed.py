@@ -1,0 +1,223 @@
+"""Embed chunks with sentence-transformers, reusing every vector a previous build already computed.
+
+Vectors are cached per paper under the model's identity (name + weights checksum + prefix), keyed by
+chunk id and a hash of the exact text embedded, so adding one paper embeds only that paper's chunks
+and a changed model or prefix never reuses stale vectors. Before anything is indexed, a handful of
+built-in relevant/irrelevant pairs must rank correctly: a misconfigured model would otherwise
+silently ruin every search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+# (query, relevant passage, irrelevant passage): any working English sentence embedder ranks these.
+SANITY_PAIRS = (
+    (
+        "How does self-attention work in transformers?",
+        "The Transformer computes each token's representation as a weighted sum over all other tokens, "
+        "with weights given by scaled dot-product attention between queries and keys.",
+        "Preheat the oven, then knead the dough for ten minutes until it is smooth and elastic.",
+    ),
+    (
+        "retrieval augmented generation with a dense passage index",
+        "We combine a pre-trained sequence-to-sequence generator with a dense vector index of Wikipedia "
+        "passages retrieved by a neural retriever.",
+        "The football match ended in a draw after the goalkeeper saved a penalty in extra time.",
+    ),
+    (
+        "low-rank adaptation for fine-tuning large language models",
+        "LoRA freezes the pretrained weights and injects trainable rank decomposition matrices into each "
+        "layer, greatly reducing the number of trainable parameters.",
+        "The museum's new exhibition features impressionist paintings from private collections.",
+    ),
+    (
+        "What causes hallucinations in language model outputs?",
+        "Large language models often generate fluent but factually incorrect statements that are not "
+        "supported by their sources, a failure mode known as hallucination.",
+        "Sea turtles migrate thousands of kilometres to lay their eggs on the beaches where they hatched.",
+    ),
+    (
+        "optimizer with adaptive moment estimates",
+        "Adam computes individual adaptive learning rates for different parameters from estimates of the "
+        "first and second moments of the gradients.",
+        "The city council approved a new budget for road maintenance and public parks.",
+    ),
+)
+
+
+class EmbeddingSanityError(RuntimeError):
+    """The model does not rank obviously relevant text above obviously irrelevant text."""
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    name: str
+    path: str
+    weights_sha256: str
+    dims: int
+    max_tokens: int
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+    @property
+    def cache_key(self) -> str:
+        material = f"{self.weights_sha256}\0{self.document_prefix}\0{self.max_tokens}"
+        return hashlib.sha256(material.encode()).hexdigest()[:20]
+
+
+def weights_sha256(model_dir: Path) -> str:
+    for name in WEIGHT_FILES:
+        path = model_dir / name
+        if path.exists():
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            return digest.hexdigest()
+    raise FileNotFoundError(
+        f"{model_dir} holds none of {WEIGHT_FILES}: not a sentence-transformers model folder"
+    )
+
+
+def load_model(model_dir: Path):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+
+
+def identify(model, name: str, model_dir: Path, query_prefix: str, document_prefix: str) -> ModelIdentity:
+    return ModelIdentity(
+        name=name,
+        path=str(model_dir),
+        weights_sha256=weights_sha256(model_dir),
+        dims=int(model.get_embedding_dimension()),
+        max_tokens=int(model.max_seq_length),
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+    )
+
+
+def encode(model, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Unit-length float32 vectors, one row per text."""
+    if not texts:
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    vectors = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=progress,
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def check_sanity(model, identity: ModelIdentity) -> None:
+    queries = [identity.query_prefix + q for q, _, _ in SANITY_PAIRS]
+    passages = [identity.document_prefix + p for _, rel, irr in SANITY_PAIRS for p in (rel, irr)]
+    q = encode(model, queries)
+    p = encode(model, passages)
+    scores = q @ p.T
+    wrong = []
+    irrelevant_columns = list(range(1, len(passages), 2))
+    for row, (query, _, _) in enumerate(SANITY_PAIRS):
+        if scores[row, 2 * row] <= scores[row, irrelevant_columns].max():
+            wrong.append(query)
+    if wrong:
+        raise EmbeddingSanityError(
+            f"model {identity.name!r} ({identity.path}) ranks unrelated text above relevant text for "
+            f"{len(wrong)} of {len(SANITY_PAIRS)} built-in checks (e.g. {wrong[0]!r}); check `model`, "
+            "`query_prefix` and `document_prefix` in the corpus file"
+        )
+
+
+def text_key(chunk_id: str, text: str) -> str:
+    return f"{chunk_id}:{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+class EmbeddingCache:
+    """Per-paper .npy + key list under <cache>/embeddings/<model key>/."""
+
+    def __init__(self, cache_dir: Path, identity: ModelIdentity):
+        self.folder = cache_dir / "embeddings" / identity.cache_key
+        self.dims = identity.dims
+
+    def _paths(self, arxiv_id: str) -> tuple[Path, Path]:
+        stem = arxiv_id.replace("/", "_")
+        return self.folder / f"{stem}.keys.json", self.folder / f"{stem}.npy"
+
+    def load(self, arxiv_id: str) -> dict[str, np.ndarray]:
+        keys_path, vectors_path = self._paths(arxiv_id)
+        if not (keys_path.exists() and vectors_path.exists()):
+            return {}
+        keys = json.loads(keys_path.read_text())
+        vectors = np.load(vectors_path)
+        if vectors.shape != (len(keys), self.dims):
+            return {}
+        return dict(zip(keys, vectors, strict=True))
+
+    def store(self, arxiv_id: str, keys: list[str], vectors: np.ndarray) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        keys_path, vectors_path = self._paths(arxiv_id)
+        np.save(vectors_path.with_suffix(".tmp.npy"), vectors.astype(np.float32))
+        vectors_path.with_suffix(".tmp.npy").replace(vectors_path)
+        keys_path.write_text(json.dumps(keys))
+
+
+@dataclass
+class EmbedStats:
+    embedded: int = 0  # chunks that went through the model in this build
+    reused: int = 0  # chunks whose vectors came from the cache
+
+
+def embed_papers(
+    model,
+    cache: EmbeddingCache,
+    papers: Sequence[tuple[str, list[str], list[str]]],
+    batch_size: int = 64,
+    progress: bool = True,
+) -> tuple[list[np.ndarray], EmbedStats]:
+    """Vectors for each paper's texts; `papers` holds (arxiv_id, chunk ids, texts to embed)."""
+    stats = EmbedStats()
+    cached = [cache.load(arxiv_id) for arxiv_id, _, _ in papers]
+    keys = [[text_key(i, t) for i, t in zip(ids, texts, strict=True)] for _, ids, texts in papers]
+    todo = [
+        (p, row)
+        for p, paper_keys in enumerate(keys)
+        for row, key in enumerate(paper_keys)
+        if key not in cached[p]
+    ]
+    todo_texts = [papers[p][2][row] for p, row in todo]
+    # Longest first gives tight batches; the order is fixed by the texts, so results are repeatable.
+    order = sorted(range(len(todo_texts)), key=lambda i: (-len(todo_texts[i]), i))
+    fresh = np.zeros((len(todo_texts), cache.dims), dtype=np.float32)
+    bar = tqdm(total=len(order), desc="embed", unit="chunk", disable=not progress or not order)
+    for start in range(0, len(order), batch_size * 8):
+        batch = order[start : start + batch_size * 8]
+        fresh[batch] = encode(model, [todo_texts[i] for i in batch], batch_size)
+        bar.update(len(batch))
+    bar.close()
+    computed: list[dict[str, np.ndarray]] = [{} for _ in papers]
+    for (p, row), vector in zip(todo, fresh, strict=True):
+        computed[p][keys[p][row]] = vector
+    result = []
+    for p, (arxiv_id, _, _) in enumerate(papers):
+        vectors = (
+            np.stack([computed[p].get(k, cached[p].get(k)) for k in keys[p]])
+            if keys[p]
+            else np.zeros((0, cache.dims), np.float32)
+        )
+        if computed[p]:
+            cache.store(arxiv_id, keys[p], vectors)
+        result.append(vectors)
+    stats.embedded, stats.reused = len(todo), sum(len(k) for k in keys) - len(todo)
+    return result, stats
