@@ -202,10 +202,6 @@ def context_prefix(title: str, section: str, counter: TokenCounter, settings: Ch
     return counter.cut(" ".join(context.split()), settings.context_tokens)
 
 
-def embedding_text(prefix: str, chunk_text: str) -> str:
-    return f"{prefix}\n{chunk_text}" if prefix else chunk_text
-
-
 def chunk_id(arxiv_id: str, start: int, end: int, text: str) -> str:
     digest = hashlib.sha256(f"{arxiv_id}\0{start}\0{end}\0{text}".encode()).hexdigest()
     return digest[:16]
@@ -240,6 +236,7 @@ def chunk_paper(
                     section=section,
                     text=text,
                     n_tokens=counter.count(text),
+                    context=prefix,
                 )
             )
     return chunks

@@ -193,3 +193,9 @@ class Chunk:
     section: str
     text: str
     n_tokens: int  # word pieces of `text` alone, without special tokens or context prefix
+    context: str = ""  # "title — section" (cut to fit) that is embedded and indexed with `text`
+
+    @property
+    def indexed_text(self) -> str:
+        """What the embedder and BM25 see: the context line, then the verbatim text."""
+        return f"{self.context}\n{self.text}" if self.context else self.text

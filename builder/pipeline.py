@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -15,9 +17,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
-from builder import chunk, config, fetch, parse
+from builder import chunk, config, embed, encoder, fetch, index, manifest, parse, postings, store
 from builder.models import Chunk, Failure, FetchedPaper, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
@@ -181,30 +184,141 @@ def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
     return Ingest(papers, report)
 
 
-def write_ingest(out_dir: Path, result: Ingest) -> None:
-    data = out_dir / "data"
-    (data / "chunks").mkdir(parents=True, exist_ok=True)
-    papers = [_paper_record(p) for p in result.papers]
-    (data / "papers.json").write_text(
-        json.dumps(papers, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+def embed_chunks(
+    papers: list[IngestedPaper], corpus: config.Corpus, options: BuildOptions, report: BuildReport
+) -> tuple[embed.ModelIdentity, np.ndarray]:
+    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model."""
+    model_dir = resolve_model_dir(corpus.settings.model)
+    with timed(report, "embed"):
+        model = embed.load_model(model_dir)
+        identity = embed.identify(
+            model,
+            corpus.settings.model,
+            model_dir,
+            corpus.settings.query_prefix,
+            corpus.settings.document_prefix,
+        )
+        embed.check_sanity(model, identity)
+        jobs = [
+            (
+                p.meta.arxiv_id,
+                [c.chunk_id for c in p.chunks],
+                [identity.document_prefix + c.indexed_text for c in p.chunks],
+            )
+            for p in papers
+        ]
+        per_paper, stats = embed.embed_papers(
+            model, embed.EmbeddingCache(options.cache_dir, identity), jobs, progress=options.progress
+        )
+    report.embedded_chunks = stats.embedded
+    return identity, np.concatenate(per_paper) if per_paper else np.zeros((0, identity.dims), np.float32)
+
+
+def export_encoder(model_dir: Path, identity: embed.ModelIdentity, cache_dir: Path) -> encoder.EncoderFiles:
+    """The ONNX export takes a while and depends only on the model, so it is cached per model identity."""
+    folder = (
+        cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-{encoder.CONFIG_FORMAT.replace('/', '-')}"
     )
-    for paper in result.papers:
-        rows = [asdict(c) for c in paper.chunks]
-        path = data / "chunks" / f"{paper.meta.arxiv_id.replace('/', '_')}.json"
-        path.write_text(json.dumps(rows, ensure_ascii=False) + "\n", encoding="utf-8")
+    files = encoder.EncoderFiles(
+        onnx=folder / "query_encoder.onnx",
+        vocab=folder / "vocab.txt",
+        char_classes=folder / "char_classes.json",
+        config=folder / "config.json",
+    )
+    if not all(path.exists() for path in (files.onnx, files.vocab, files.char_classes, files.config)):
+        scratch = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(scratch, ignore_errors=True)
+        encoder.export_query_encoder(model_dir, scratch)
+        shutil.rmtree(folder, ignore_errors=True)
+        scratch.replace(folder)
+    return files
 
 
-def _paper_record(paper: IngestedPaper) -> dict:
-    meta = paper.meta
+def write_site_data(
+    out_dir: Path,
+    papers: list[IngestedPaper],
+    vectors: np.ndarray,
+    identity: embed.ModelIdentity,
+    corpus: config.Corpus,
+    options: BuildOptions,
+    report: BuildReport,
+) -> dict:
+    """Every file the browser runtime loads, content-hashed, and the manifest that names them."""
+    store.clear_generated(out_dir)
+    artifacts: list[store.Artifact] = []
+    records, chunks, first = [], [], 0
+    with timed(report, "index"):
+        for paper in papers:
+            text = store.write_hashed(
+                out_dir,
+                "data/text",
+                store.safe_stem(paper.meta.arxiv_id),
+                ".json",
+                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks),
+            )
+            artifacts.append(text)
+            records.append(
+                store.paper_record(paper.meta, _paper_extra(paper), first, len(paper.chunks), text.path)
+            )
+            chunks += paper.chunks
+            first += len(paper.chunks)
+        files = {
+            "papers": store.write_hashed(
+                out_dir, "data", "papers", ".json", store.compact_json({"v": 1, "papers": records})
+            ),
+            "chunks": store.write_hashed(
+                out_dir, "data", "chunks", ".json", store.compact_json(store.chunk_table(chunks))
+            ),
+        }
+        bm25 = postings.build_postings([c.indexed_text for c in chunks])
+        files["postings"] = store.write_hashed(
+            out_dir, "data", "postings", ".json", postings.postings_bytes(bm25)
+        )
+        with tempfile.TemporaryDirectory(prefix="readingroom-index-") as scratch:
+            index_path = Path(scratch) / "vectors.usearch"
+            params = index.write_index(index_path, np.arange(len(chunks), dtype=np.uint64), vectors)
+            files["vectors"] = store.write_hashed(
+                out_dir, "data", "vectors", ".usearch", index_path.read_bytes()
+            )
+    with timed(report, "encoder"):
+        exported = export_encoder(Path(identity.path), identity, options.cache_dir)
+        encoder_config = json.loads(exported.config.read_text(encoding="utf-8"))
+        for role, path in (
+            ("encoder", exported.onnx),
+            ("vocab", exported.vocab),
+            ("char_classes", exported.char_classes),
+        ):
+            files[role] = store.write_hashed(
+                out_dir, "model", path.stem.replace("_", "-"), path.suffix, path.read_bytes()
+            )
+    artifacts += files.values()
+    manifest_data = manifest.make_manifest(
+        title=corpus.settings.title,
+        base_url=corpus.settings.base_url,
+        model=identity,
+        index=asdict(params),
+        bm25={"k1": bm25["k1"], "b": bm25["b"], "indexed": "context line + chunk text"},
+        encoder={k: v for k, v in encoder_config.items() if k not in ("onnx", "vocab", "char_classes")},
+        counts={
+            "papers": len(papers),
+            "pages": report.pages,
+            "chunks": len(chunks),
+            "failures": len(report.failures),
+        },
+        files={role: artifact.path for role, artifact in files.items()},
+        artifacts=artifacts,
+    )
+    manifest.write_manifest(out_dir, manifest_data)
+    return manifest_data
+
+
+def _paper_extra(paper: IngestedPaper) -> dict:
+    ref = paper.fetched.ref
     return {
-        **asdict(meta),
-        "abs_url": meta.abs_url,
-        "pdf_url": meta.pdf_url,
+        "tags": list(ref.tags) if ref else [],
+        "note": ref.note if ref else "",
         "pages": paper.parsed.page_count,
         "sections": [{"title": s.title, "page": s.page, "level": s.level} for s in paper.parsed.sections],
-        "tags": list(paper.fetched.ref.tags) if paper.fetched.ref else [],
-        "note": paper.fetched.ref.note if paper.fetched.ref else "",
-        "pdf_sha256": paper.fetched.pdf_sha256,
     }
 
 
@@ -228,7 +342,9 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     corpus = config.load_corpus(options.corpus_path)
     result = ingest(corpus, options)
     options.out_dir.mkdir(parents=True, exist_ok=True)
-    write_ingest(options.out_dir, result)
-    update_lock(options, result.papers)
+    if result.papers:
+        identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
+        write_site_data(options.out_dir, result.papers, vectors, identity, corpus, options, result.report)
+        update_lock(options, result.papers)
     write_report(options.out_dir, result.report)
     return result.report, exit_code(result.report, options.strict)

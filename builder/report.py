@@ -30,6 +30,7 @@ class BuildReport:
     chunks: int = 0
     tokens: int = 0
     listed: int = 0  # papers on the reading list
+    embedded_chunks: int = 0  # chunks that went through the model in this build (the rest came from cache)
     failures: list[Failure] = field(default_factory=list)
     flagged_pages: list[FlaggedPage] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
@@ -50,6 +51,7 @@ class BuildReport:
             chunks=data["chunks"],
             tokens=data["tokens"],
             listed=data.get("listed", 0),
+            embedded_chunks=data.get("embedded_chunks", 0),
             failures=[Failure(**f) for f in data["failures"]],
             flagged_pages=[FlaggedPage(**p) for p in data["flagged_pages"]],
             seconds=data.get("seconds", {}),

@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from builder.chunk import ChunkSettings, TokenCounter, chunk_paper, context_prefix, embedding_text  # noqa: E402
+from builder.chunk import ChunkSettings, TokenCounter, chunk_paper  # noqa: E402
 from builder.fetch import FetchOptions, fetch_papers  # noqa: E402
 from builder.models import PaperRef  # noqa: E402
 from builder.parse import ParseError, parse_pdf  # noqa: E402
@@ -79,8 +79,7 @@ def main() -> int:
                 problems["chunk inside the references section"] += 1
             if STAMP.search(c.text):
                 problems["arXiv stamp in chunk text"] += 1
-            embedded = embedding_text(context_prefix(paper.meta.title, c.section, counter, settings), c.text)
-            n = len(hf(embedded, truncation=False)["input_ids"])
+            n = len(hf(c.indexed_text, truncation=False)["input_ids"])
             longest = max(longest, n)
             if n > counter.max_seq_length:
                 problems["chunk over the model limit"] += 1

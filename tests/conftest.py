@@ -6,6 +6,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# onnxruntime must be imported before usearch: the other order segfaults (onnxruntime 1.31.1 with
+# usearch 2.26.6 / numkong), and test modules import both.
+import onnxruntime  # noqa: E402, F401
+
 from builder.paths import SHARED_MIRROR, bundled_model_dir  # noqa: E402
 
 

@@ -45,9 +45,25 @@ def build(tmp_path, corpus, mirror, *extra):
 
 
 def site_chunks(site):
+    """Every chunk of a built site, joined from the chunk table and the per-paper text files."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    table = json.loads((site / manifest["files"]["chunks"]).read_text())
     rows = []
-    for path in sorted((site / "data" / "chunks").glob("*.json")):
-        rows += json.loads(path.read_text())
+    for paper in json.loads((site / manifest["files"]["papers"]).read_text())["papers"]:
+        text = json.loads((site / paper["text"]).read_text())
+        for offset, chunk in enumerate(text["chunks"]):
+            doc = text["first"] + offset
+            start = table["page_start"][doc]
+            rows.append(
+                {
+                    "arxiv_id": paper["id"],
+                    "page_start": start,
+                    "page_end": start + table["page_span"][doc],
+                    "text": chunk["t"],
+                    "section": table["sections"][table["section"][doc]],
+                }
+            )
+    assert len(rows) == table["n"] == manifest["counts"]["chunks"]
     return rows
 
 

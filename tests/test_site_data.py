@@ -1,0 +1,146 @@
+"""Issue 3's artifacts, read back with independent tools: usearch, a reference BM25, sha256."""
+
+import hashlib
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from usearch.index import Index
+
+from builder.chunk import ChunkSettings, TokenCounter, context_prefix
+from builder.cli import main
+from builder.embed import encode, load_model
+from readingroom_core.analysis import analyze
+from readingroom_core.bm25 import BM25Index
+
+pytestmark = pytest.mark.mirror
+
+SMALL = ["1910.01108", "2007.01282"]  # DistilBERT (5 pages), Fusion-in-Decoder (6 pages)
+ADDED = "1904.08375"  # doc2query (7 pages)
+
+
+def write_corpus(path, ids):
+    entries = "\n".join(f'[[paper]]\nid = "{i}"\n' for i in ids)
+    path.write_text(f'[site]\ntitle = "Site data"\n{entries}', encoding="utf-8")
+
+
+def build(corpus, out, cache, mirror):
+    args = ["build", "--corpus", str(corpus), "--out", str(out), "--cache", str(cache)]
+    assert main([*args, "--mirror", str(mirror), "--offline", "--no-progress"]) == 0
+    return json.loads((out / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, mirror_dir):
+    tmp = tmp_path_factory.mktemp("site")
+    write_corpus(tmp / "c.toml", SMALL)
+    manifest = build(tmp / "c.toml", tmp / "out", tmp / "cache", mirror_dir)
+    return tmp, manifest
+
+
+def load(site_dir, relative):
+    return json.loads((site_dir / relative).read_text(encoding="utf-8"))
+
+
+def test_manifest_lists_every_data_file_with_size_and_checksum(site):
+    tmp, manifest = site
+    out = tmp / "out"
+    on_disk = {
+        p.relative_to(out).as_posix() for folder in ("data", "model") for p in (out / folder).rglob("*") if p.is_file()
+    }
+    listed = {a["path"]: a for a in manifest["artifacts"]}
+    assert set(listed) == on_disk
+    for path, artifact in listed.items():
+        data = (out / path).read_bytes()
+        assert artifact["bytes"] == len(data)
+        assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
+        assert artifact["sha256"][:12] in path  # content-hashed names
+    assert set(manifest["files"].values()) <= set(listed)
+    assert manifest["counts"]["papers"] == 2 and manifest["counts"]["failures"] == 0
+    assert manifest["counts"]["chunks"] == load(out, manifest["files"]["chunks"])["n"]
+    assert manifest["model"]["dims"] == 384 and len(manifest["model"]["weights_sha256"]) == 64
+    assert manifest["index"]["usearch_version"] == "2.26.6" and manifest["index"]["dtype"] == "i8"
+    assert {"pymupdf", "usearch", "sentence-transformers", "onnxruntime"} <= set(manifest["tools"])
+
+
+def site_chunks(out, manifest):
+    papers = load(out, manifest["files"]["papers"])["papers"]
+    table = load(out, manifest["files"]["chunks"])
+    rows = []
+    for paper in papers:
+        for chunk in load(out, paper["text"])["chunks"]:
+            doc = len(rows)
+            rows.append((paper, table["sections"][table["section"][doc]], chunk["t"]))
+    return rows
+
+
+def test_usearch_file_reopens_and_finds_each_chunk_by_its_own_text(site, model_dir):
+    tmp, manifest = site
+    out = tmp / "out"
+    index = Index.restore(str(out / manifest["files"]["vectors"]))
+    rows = site_chunks(out, manifest)
+    assert index.size == len(rows) and index.ndim == 384
+    counter = TokenCounter(model_dir)
+    sample = list(range(0, len(rows), max(1, len(rows) // 25)))
+    texts = []
+    for doc in sample:
+        paper, section, text = rows[doc]
+        texts.append(context_prefix(paper["title"], section, counter, ChunkSettings()) + "\n" + text)
+    vectors = encode(load_model(model_dir), texts)
+    found = 0
+    for doc, vector in zip(sample, vectors, strict=True):
+        quantized = np.clip(np.rint(vector * manifest["index"]["scale"]), -127, 127).astype(np.int8)
+        matches = index.search(quantized, 3)
+        found += int(matches.keys[0]) == doc
+    assert found >= len(sample) - 1  # near-duplicate overlapping chunks may swap places once
+
+
+def test_postings_reproduce_independently_computed_bm25(site, model_dir):
+    tmp, manifest = site
+    out = tmp / "out"
+    postings = load(out, manifest["files"]["postings"])
+    counter = TokenCounter(model_dir)
+    docs = [
+        analyze(context_prefix(paper["title"], section, counter, ChunkSettings()) + "\n" + text)
+        for paper, section, text in site_chunks(out, manifest)
+    ]
+    assert postings["dl"] == [len(d) for d in docs]
+    frequencies = [Counter(d) for d in docs]
+    avgdl = sum(len(d) for d in docs) / len(docs)
+    k1, b = postings["k1"], postings["b"]
+    engine = BM25Index(postings)
+    for query in ["knowledge distillation of BERT", "passages retrieved for the reader", "triple loss"]:
+        terms = list(dict.fromkeys(analyze(query)))
+        expected = {}
+        for doc, tf in enumerate(frequencies):
+            score = 0.0
+            for term in terms:
+                df = sum(1 for f in frequencies if term in f)
+                if tf[term]:
+                    idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                    score += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(docs[doc]) / avgdl))
+            if score:
+                expected[doc] = score
+        got = dict(engine.search(terms, k=len(docs)))
+        assert got.keys() == expected.keys()
+        assert all(abs(got[d] - expected[d]) < 1e-9 for d in got)
+
+
+def test_two_builds_of_the_same_inputs_are_byte_identical(site, tmp_path, mirror_dir):
+    first_tmp, first = site
+    write_corpus(tmp_path / "c.toml", SMALL)
+    second = build(tmp_path / "c.toml", tmp_path / "out", tmp_path / "cache", mirror_dir)  # fresh cache
+    assert first["artifacts"] == second["artifacts"]
+
+
+def test_adding_a_paper_embeds_only_its_chunks(site, tmp_path, mirror_dir, capsys):
+    tmp, first = site
+    write_corpus(tmp_path / "c.toml", [*SMALL, ADDED])
+    manifest = build(tmp_path / "c.toml", tmp_path / "out", tmp / "cache", mirror_dir)  # the warm cache
+    report = json.loads((tmp_path / "out" / "build-report.json").read_text())
+    papers = load(tmp_path / "out", manifest["files"]["papers"])["papers"]
+    added = next(p for p in papers if p["id"] == ADDED)
+    assert report["embedded_chunks"] == added["chunks"][1] > 0
+    assert manifest["counts"]["chunks"] == first["counts"]["chunks"] + added["chunks"][1]
