@@ -1,0 +1,559 @@
+"""The search engine over a small real site: 5 papers, 40 passages, MiniLM vectors, a usearch file."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import readingroom_core
+from builder.index import write_index
+from builder.postings import build_postings
+from readingroom_core import engine as engine_module
+from readingroom_core.engine import (
+    Filters,
+    QuerySyntaxError,
+    SearchEngine,
+    SearchOptions,
+    merge_filters,
+    parse_search,
+    parse_year,
+)
+
+PAPERS = [
+    {
+        "id": "2001.00101",
+        "title": "Retrieval-Augmented Generation for Knowledge-Intensive Tasks",
+        "authors": ["Patrick Lewis", "Ethan Perez"],
+        "year": 2020,
+        "categories": ["cs.CL", "cs.LG"],
+        "tags": ["rag"],
+        "sections": {
+            "1 Introduction": [
+                "Large pre-trained language models store factual knowledge in their parameters, but their "
+                "ability to access and precisely manipulate that knowledge is still limited.",
+                "We explore a general-purpose fine-tuning recipe for retrieval-augmented generation, which "
+                "combines pre-trained parametric and non-parametric memory for language generation.",
+                "Our models retrieve documents from a dense vector index of Wikipedia and condition the "
+                "sequence-to-sequence generator on the retrieved passages.",
+            ],
+            "2 Methods": [
+                "The retriever returns the top-k documents for an input query, and the generator produces "
+                "the output token by token while marginalising over the retrieved documents.",
+                "We compare two formulations: one conditions on the same retrieved passages for the whole "
+                "sequence, the other can use a different passage for each generated token.",
+                "Training is end-to-end: we minimise the negative marginal log-likelihood of each target "
+                "and fine-tune the query encoder together with the generator.",
+            ],
+            "3 Results": [
+                "On open-domain question answering our approach sets a new state of the art, and it "
+                "generates more specific, diverse and factual language than a parametric-only baseline.",
+                "Hot-swapping the document index lets us update the knowledge of the model without any "
+                "retraining, simply by replacing the Wikipedia dump it reads from.",
+            ],
+        },
+    },
+    {
+        "id": "2106.00202",
+        "title": "Low-Rank Adaptation of Large Language Models",
+        "authors": ["Edward Hu", "Yelong Shen"],
+        "year": 2021,
+        "categories": ["cs.CL"],
+        "tags": ["finetuning"],
+        "sections": {
+            "1 Introduction": [
+                "Fine-tuning every weight of a large pre-trained model becomes prohibitively expensive as "
+                "models grow to hundreds of billions of weights.",
+                "We propose low-rank adaptation, which freezes the pre-trained weights and injects trainable "
+                "rank decomposition matrices into each layer of the Transformer architecture.",
+                "Compared with full fine-tuning, low-rank adaptation reduces the number of trainable "
+                "weights by ten thousand times and the GPU memory requirement by three times.",
+            ],
+            "4 Method": [
+                "For a weight matrix W we constrain its update by a low-rank decomposition W + BA, where B "
+                "and A are trained while W stays frozen.",
+                "The learned matrices can be merged with the frozen weights at deployment, so inference "
+                "latency is the same as for the original network.",
+                "We apply the update to the attention projection matrices only and leave the feed-forward "
+                "layers untouched, which already recovers most of the quality.",
+            ],
+            "7 Analysis": [
+                "A very small rank such as one or two suffices for the query and value projections, which "
+                "suggests the weight update has a very low intrinsic rank.",
+                "The low-rank update amplifies directions that were already present in the pre-trained "
+                "weights but were not emphasised.",
+            ],
+        },
+    },
+    {
+        "id": "1904.00303",
+        "title": "Dense Passage Retrieval for Open-Domain Question Answering",
+        "authors": ["Vladimir Karpukhin", "Barlas Oguz"],
+        "year": 2019,
+        "categories": ["cs.IR", "cs.CL"],
+        "tags": ["rag", "retrieval"],
+        "sections": {
+            "1 Introduction": [
+                "Open-domain question answering relies on efficient passage retrieval to select candidate "
+                "contexts, and sparse vector space models such as TF-IDF or BM25 are the de facto method.",
+                "We show that retrieval can be practically implemented using dense representations alone, "
+                "where embeddings are learned from a small number of questions and passages.",
+            ],
+            "3 Dense Passage Retriever": [
+                "A dual encoder maps every passage to a real-valued vector and builds an index for all "
+                "passages that we use for retrieval at query time.",
+                "Training uses in-batch negatives: the gold passages of the other questions in a mini-batch "
+                "serve as negative examples, which makes training efficient.",
+                "We rank passages with low latency using maximum inner product search, although domain "
+                "adaptation to new corpora remains an open problem.",
+            ],
+            "5 Experiments": [
+                "Our dense retriever outperforms a strong Lucene BM25 system by nine to nineteen points in "
+                "top-20 passage retrieval accuracy.",
+                "Exact keyword matches such as rare entity names are still found more reliably by the "
+                "sparse term-matching system than by the dense model.",
+                "Combining the sparse and dense scores in a hybrid ranking further improves accuracy on "
+                "most datasets.",
+            ],
+        },
+    },
+    {
+        "id": "2210.00404",
+        "title": "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale",
+        "authors": ["Alexey Dosovitskiy", "Lucas Beyer"],
+        "year": 2022,
+        "categories": ["cs.CV"],
+        "tags": ["vision"],
+        "sections": {
+            "1 Introduction": [
+                "Self-attention architectures have become the model of choice in natural language "
+                "processing, while in computer vision convolutional architectures remain dominant.",
+                "When trained on mid-sized datasets without strong regularisation, these models yield "
+                "modest accuracies a few points below residual networks of comparable size.",
+            ],
+            "3 Method": [
+                "We split an image into fixed-size patches, linearly embed each of them, add position "
+                "embeddings, and feed the resulting sequence of vectors to a standard Transformer encoder.",
+                "To perform classification we add an extra learnable classification token to the sequence, "
+                "whose final state serves as the image representation.",
+                "The model has much less image-specific inductive bias than convolutional networks, since "
+                "only the MLP layers are local and translationally equivariant.",
+            ],
+            "4 Experiments": [
+                "Pre-training on the large JFT-300M dataset and transferring to ImageNet reaches 88.55 "
+                "percent top-1 accuracy while requiring fewer computational resources.",
+                "Attention distance grows with network depth: some heads attend to most of the image "
+                "already in the lowest layers.",
+                "Scaling the dataset matters more than scaling the architecture once enough pre-training "
+                "compute is available.",
+            ],
+        },
+    },
+    {
+        "id": "2303.00505",
+        "title": "Denoising Diffusion Probabilistic Models",
+        "authors": ["Jonathan Ho", "Ajay Jain", "Pieter Abbeel"],
+        "year": 2023,
+        "categories": ["cs.LG", "stat.ML"],
+        "tags": ["generative"],
+        "sections": {
+            "1 Introduction": [
+                "We present high quality image synthesis results using diffusion probabilistic models, a "
+                "class of latent variable models inspired by nonequilibrium thermodynamics.",
+                "A diffusion model is a parameterised Markov chain trained with variational inference to "
+                "produce samples matching the data after finite time.",
+            ],
+            "2 Background": [
+                "The forward process gradually adds Gaussian noise to the data according to a variance "
+                "schedule until the signal is destroyed.",
+                "The reverse process is learned: a neural network predicts the noise that was added at "
+                "each step, which gives a simple weighted variational bound.",
+            ],
+            "4 Experiments": [
+                "On unconditional CIFAR10 we obtain an Inception score of 9.46 and a state-of-the-art FID "
+                "score of 3.17.",
+                "Sample quality on 256x256 LSUN is similar to progressive generative adversarial networks.",
+                "Our sampling procedure resembles progressive decoding and can be seen as a generalisation "
+                "of autoregressive decoding along a bit ordering.",
+            ],
+        },
+    },
+]
+TARGET_OF_DENSE_QUERY = "We split an image into fixed-size patches"
+DENSE_QUERY = "cutting photographs into little square tiles"
+
+
+def _passages() -> list[tuple[int, str, str]]:
+    """(paper index, section title, text) of every chunk in doc id order."""
+    return [
+        (index, title, text)
+        for index, paper in enumerate(PAPERS)
+        for title, texts in paper["sections"].items()
+        for text in texts
+    ]
+
+
+def _write(root: Path, relative: str, data: bytes) -> str:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    (root / relative).write_bytes(data)
+    return relative
+
+
+def build_site(root: Path, vectors: np.ndarray) -> dict:
+    passages = _passages()
+    section_titles = list(dict.fromkeys(title for _, title, _ in passages))
+    papers, first = [], 0
+    for index, paper in enumerate(PAPERS):
+        texts = [text for paper_index, _, text in passages if paper_index == index]
+        chunks, offset = [], 0
+        for number, text in enumerate(texts):
+            chunks.append({"id": f"{index:08x}{number:08x}", "s": offset, "e": offset + len(text), "t": text})
+            offset += len(text) + 1
+        text_file = {"v": 1, "id": paper["id"], "first": first, "chunks": chunks}
+        year = paper["year"]
+        papers.append(
+            {
+                "id": paper["id"],
+                "version": "v1",
+                "title": paper["title"],
+                "authors": paper["authors"],
+                "abstract": "",
+                "published": f"{year}-01-15",
+                "updated": f"{year}-02-01",
+                "year": year,
+                "categories": paper["categories"],
+                "primary_category": paper["categories"][0],
+                "abs_url": f"https://arxiv.org/abs/{paper['id']}v1",
+                "pdf_url": f"https://arxiv.org/pdf/{paper['id']}v1",
+                "tags": paper["tags"],
+                "note": "",
+                "pages": 9,
+                "sections": [{"title": t, "page": 1, "level": 1} for t in paper["sections"]],
+                "chunks": [first, len(texts)],
+                "text": _write(root, f"data/text/{paper['id']}.json", json.dumps(text_file).encode()),
+            }
+        )
+        first += len(texts)
+    table = {
+        "v": 1,
+        "n": len(passages),
+        "page_start": [1 + doc_id % 4 for doc_id in range(len(passages))],
+        "page_span": [doc_id % 2 for doc_id in range(len(passages))],
+        "section": [section_titles.index(title) for _, title, _ in passages],
+        "sections": section_titles,
+    }
+    write_index(root / "data/vectors.usearch", np.arange(len(passages)), vectors)
+    files = {
+        "papers": _write(root, "data/papers.json", json.dumps({"v": 1, "papers": papers}).encode()),
+        "chunks": _write(root, "data/chunks.json", json.dumps(table).encode()),
+        "postings": _write(
+            root, "data/postings.json", json.dumps(build_postings([t for _, _, t in passages])).encode()
+        ),
+        "vectors": "data/vectors.usearch",
+    }
+    return {"format_version": 1, "title": "test", "files": files}
+
+
+class RecordingReader:
+    """Disk reader that remembers which files the engine asked for."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.paths: list[str] = []
+
+    def __call__(self, relative: str) -> bytes:
+        self.paths.append(relative)
+        return (self.root / relative).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def encoder(model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_dir), device="cpu")
+    return lambda texts: model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, encoder) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("site")
+    manifest = build_site(root, encoder([text for _, _, text in _passages()]))
+    return root, manifest
+
+
+@pytest.fixture
+def reader(site) -> RecordingReader:
+    return RecordingReader(site[0])
+
+
+@pytest.fixture
+def engine(site, reader) -> SearchEngine:
+    return SearchEngine(site[1], reader)
+
+
+_query_vectors: dict[str, list[float]] = {}
+
+
+def embed(encoder, query: str) -> list[float]:
+    """Query vectors are memoised: encoding is the slow part of these tests on a shared machine."""
+    if query not in _query_vectors:
+        _query_vectors[query] = [float(x) for x in encoder([query])[0]]
+    return _query_vectors[query]
+
+
+def doc_of(text_start: str) -> int:
+    return next(doc_id for doc_id, (_, _, text) in enumerate(_passages()) if text.startswith(text_start))
+
+
+# --- query syntax ------------------------------------------------------------------------------------
+
+
+def test_field_filters_are_parsed_out_of_the_query():
+    query, filters = parse_search(
+        'low-rank year:2020..2023 cat:cs.CL tag:rag id:2005.11401v2 author:"van der" x'
+    )
+    assert query.terms == ["lowrank", "low", "rank"]
+    assert filters == Filters(
+        year_min=2020,
+        year_max=2023,
+        categories=("cs.CL",),
+        tags=("rag",),
+        paper_ids=("2005.11401v2",),
+        authors=("van der",),
+    )
+
+
+def test_repeated_fields_are_alternatives_and_years_intersect():
+    query, filters = parse_search("attention cat:cs.CL CAT:cs.CV year:>=2020 year:<2023")
+    assert query.terms == ["attent"]
+    assert filters.categories == ("cs.CL", "cs.CV")
+    assert (filters.year_min, filters.year_max) == (2020, 2022)
+
+
+def test_phrases_survive_field_parsing():
+    query, filters = parse_search('"low-rank adaptation" author:hu')
+    assert query.phrases == [["low", "rank", "adapt"]]
+    assert filters.authors == ("hu",)
+
+
+def test_words_with_colons_that_are_not_fields_stay_text():
+    query, filters = parse_search("ratio:3 foo:bar")
+    assert filters.is_empty()
+    assert "ratio" in query.terms and "foo" in query.terms
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2021", (2021, 2021)),
+        ("2020..2023", (2020, 2023)),
+        ("2020..", (2020, None)),
+        ("..2023", (None, 2023)),
+        (">=2021", (2021, None)),
+        (">2021", (2022, None)),
+        ("<=2021", (None, 2021)),
+        ("<2021", (None, 2020)),
+    ],
+)
+def test_year_values(value, expected):
+    assert parse_year(value) == expected
+
+
+@pytest.mark.parametrize("value", ["20", "..", "2021-2023", "recent"])
+def test_bad_year_values_are_refused(value):
+    with pytest.raises(QuerySyntaxError, match="year:"):
+        parse_search(f"attention year:{value}")
+
+
+def test_merge_intersects_years_and_joins_lists():
+    merged = merge_filters(
+        Filters(year_min=2019, categories=("cs.CL",)),
+        Filters(year_min=2021, year_max=2022, categories=("cs.CL", "cs.IR")),
+    )
+    assert merged == Filters(year_min=2021, year_max=2022, categories=("cs.CL", "cs.IR"))
+
+
+# --- retrieval ---------------------------------------------------------------------------------------
+
+
+def test_keyword_search_works_before_the_vectors_are_loaded(engine, reader):
+    hits = engine.search("in-batch negatives", None, SearchOptions(k=3))
+    assert hits[0].text.startswith("Training uses in-batch negatives")
+    assert hits[0].arxiv_id == "1904.00303"
+    assert hits[0].ranks == {"bm25": 1, "dense": None}
+    assert not engine.vectors_loaded
+    assert "data/vectors.usearch" not in reader.paths
+
+
+def test_hit_fields_come_from_the_site_files(engine):
+    (hit,) = engine.search("hot-swapping", None, SearchOptions(k=1))
+    doc_id = doc_of("Hot-swapping")
+    assert hit.doc_id == doc_id
+    assert hit.chunk_id == f"{0:08x}{7:08x}"
+    assert (hit.title, hit.section) == (PAPERS[0]["title"], "3 Results")
+    assert (hit.page_start, hit.page_end) == (1 + doc_id % 4, 1 + doc_id % 4 + doc_id % 2)
+    assert hit.snippet == hit.text  # short passages are shown whole
+    assert [hit.snippet[s:e] for s, e in hit.highlights] == ["Hot-swapping"]
+
+
+def test_dense_query_without_shared_keywords_finds_its_passage(engine, encoder):
+    target = doc_of(TARGET_OF_DENSE_QUERY)
+    keyword_hits = engine.search(DENSE_QUERY, None, SearchOptions(k=40, per_paper=0, per_section=0))
+    assert target not in [hit.doc_id for hit in keyword_hits]
+    hits = engine.search(DENSE_QUERY, embed(encoder, DENSE_QUERY), SearchOptions(k=3, mode="dense"))
+    assert hits[0].doc_id == target
+    assert hits[0].ranks == {"bm25": None, "dense": 1}
+    hybrid = engine.search(DENSE_QUERY, embed(encoder, DENSE_QUERY), SearchOptions(k=5))
+    assert target in [hit.doc_id for hit in hybrid]
+
+
+def test_phrase_must_occur_and_only_candidate_texts_are_read(site, engine):
+    options = SearchOptions(k=20, per_paper=0, per_section=0)
+    loose = engine.search("low rank adaptation", None, options)
+    assert doc_of("We rank passages with low latency") in [hit.doc_id for hit in loose]
+    reader = RecordingReader(site[0])
+    hits = SearchEngine(site[1], reader).search('"low-rank adaptation"', None, options)
+    assert sorted(hit.doc_id for hit in hits) == [doc_of("We propose low-rank"), doc_of("Compared with full")]
+    # Texts of chunks holding all three terms were checked; no other paper's text was fetched.
+    text_files = {path for path in reader.paths if path.startswith("data/text/")}
+    assert text_files == {"data/text/2106.00202.json", "data/text/1904.00303.json"}
+
+
+def test_phrase_restricts_dense_results_too(engine, encoder):
+    query = '"in-batch negatives" training'
+    hits = engine.search(query, embed(encoder, query), SearchOptions(k=10, mode="dense"))
+    assert [hit.doc_id for hit in hits] == [doc_of("Training uses in-batch negatives")]
+
+
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_filters_apply_during_retrieval_not_after_the_cut(engine, encoder, mode):
+    # Only 2 candidates per retriever, all from the LoRA paper: a filter applied after the cut would
+    # leave nothing, one applied while retrieving finds the best matches among the allowed papers.
+    query = "low-rank update of frozen weights"
+    options = SearchOptions(k=2, mode=mode, candidates=2, per_paper=0, per_section=0)
+    unfiltered = engine.search(query, embed(encoder, query), options)
+    assert {hit.arxiv_id for hit in unfiltered} == {"2106.00202"}
+    hits = engine.search(f"{query} tag:rag", embed(encoder, query), options)
+    assert len(hits) == 2
+    assert {hit.arxiv_id for hit in hits} <= {"2001.00101", "1904.00303"}
+
+
+@pytest.mark.parametrize(
+    ("query_filter", "options_filter", "papers"),
+    [
+        ("cat:cs.IR", Filters(), {"1904.00303"}),
+        ("cat:cs", Filters(), {"2001.00101", "2106.00202", "1904.00303", "2210.00404", "2303.00505"}),
+        ("cat:stat.ml", Filters(), {"2303.00505"}),
+        ("tag:RAG", Filters(), {"2001.00101", "1904.00303"}),
+        ("author:abbeel", Filters(), {"2303.00505"}),
+        ("id:2106.00202v3", Filters(), {"2106.00202"}),
+        ("year:2020..2021", Filters(), {"2001.00101", "2106.00202"}),
+        ("year:>=2021", Filters(categories=("cs.CL",)), {"2106.00202"}),
+        ("tag:rag", Filters(year_max=2019), {"1904.00303"}),
+    ],
+)
+def test_each_filter_selects_its_papers(engine, encoder, query_filter, options_filter, papers):
+    options = SearchOptions(k=40, per_paper=0, per_section=0, filters=options_filter)
+    query = "model training data"
+    hits = engine.search(f"{query} {query_filter}", embed(encoder, query), options)
+    assert {hit.arxiv_id for hit in hits} == papers
+
+
+def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkeypatch):
+    query = "a dual encoder for passage retrieval"
+    vector = embed(encoder, query)
+    options = SearchOptions(k=5, mode="dense", per_paper=0, per_section=0, candidates=5)
+    unfiltered = SearchEngine(site[1], RecordingReader(site[0])).search(query, vector, options)
+    assert not {hit.arxiv_id for hit in unfiltered} & {"2210.00404", "2303.00505"}  # the filter must bite
+    exact = SearchEngine(site[1], RecordingReader(site[0])).search(
+        f"year:2022..2023 {query}", vector, options
+    )
+    monkeypatch.setattr(engine_module, "EXACT_SCAN_COST_RATIO", 0)
+    fetched = SearchEngine(site[1], RecordingReader(site[0])).search(
+        f"year:2022..2023 {query}", vector, options
+    )
+    assert len(exact) == 5 and {hit.arxiv_id for hit in exact} <= {"2210.00404", "2303.00505"}
+    assert [hit.doc_id for hit in fetched] == [hit.doc_id for hit in exact]
+    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact])
+
+
+def test_modes(engine, encoder):
+    query = "dense vectors for passage retrieval"
+    vector = embed(encoder, query)
+    bm25 = engine.search(query, vector, SearchOptions(mode="bm25"))
+    assert all(hit.ranks["dense"] is None and hit.ranks["bm25"] for hit in bm25)
+    assert not engine.vectors_loaded
+    hybrid_without_vector = engine.search(query, None, SearchOptions(mode="hybrid"))
+    assert hybrid_without_vector == bm25
+    dense = engine.search(query, vector, SearchOptions(mode="dense"))
+    assert all(hit.ranks["bm25"] is None and hit.ranks["dense"] for hit in dense)
+    hybrid = engine.search(query, vector, SearchOptions(mode="hybrid"))
+    assert any(hit.ranks["bm25"] and hit.ranks["dense"] for hit in hybrid)
+    rrf = engine.search(query, vector, SearchOptions(mode="hybrid", fusion="rrf"))
+    assert rrf[0].score == pytest.approx(sum(1 / (60 + r) for r in rrf[0].ranks.values() if r))
+    with pytest.raises(ValueError, match="needs a query vector"):
+        engine.search(query, None, SearchOptions(mode="dense"))
+    with pytest.raises(ValueError, match="mode must be"):
+        engine.search(query, None, SearchOptions(mode="semantic"))
+
+
+def test_diversity_caps_apply_to_results(engine):
+    hits = engine.search("low-rank weights update", None, SearchOptions(k=10, per_paper=2, per_section=1))
+    papers = [hit.arxiv_id for hit in hits]
+    assert all(papers.count(p) <= 2 for p in papers)
+    sections = [(hit.arxiv_id, hit.section) for hit in hits]
+    assert len(sections) == len(set(sections))
+    uncapped = engine.search("low-rank weights update", None, SearchOptions(k=10, per_paper=0, per_section=0))
+    assert [hit.arxiv_id for hit in uncapped].count("2106.00202") > 2
+
+
+def test_results_are_deterministic(site, encoder):
+    query = "retrieval augmented language generation"
+    vector = embed(encoder, query)
+    runs = [
+        SearchEngine(site[1], RecordingReader(site[0])).search(query, vector, SearchOptions())
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert len(runs[0]) == 10
+
+
+def test_query_with_only_filters_and_no_vector_returns_nothing(engine):
+    assert engine.search("cat:cs.CL", None, SearchOptions()) == []
+
+
+def test_per_query_time(engine, encoder):
+    """Not a benchmark: a guard that a hybrid query stays far from anything a visitor would notice."""
+    vector = embed(encoder, "attention layers in transformers")
+    engine.search("warm up", vector, SearchOptions())
+    started = time.perf_counter()
+    for _ in range(20):
+        engine.search("attention layers in transformers", vector, SearchOptions())
+    assert (time.perf_counter() - started) / 20 < 0.05
+
+
+# --- the core stays portable -------------------------------------------------------------------------
+
+
+def test_core_imports_only_the_standard_library():
+    package_dir = Path(readingroom_core.__file__).parent
+    outside = set()
+    for module in sorted(package_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("__future__", "readingroom_core"):
+                    outside.add(f"{module.name}: {name}")
+    assert not outside
+    assert {"engine.py", "fusion.py", "snippets.py"} <= {m.name for m in package_dir.glob("*.py")}

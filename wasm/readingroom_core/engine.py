@@ -1,0 +1,482 @@
+"""The site's search: BM25 and dense retrieval over the built data files, fused, filtered, with snippets.
+
+The browser (Pyodide) and the CLI/eval (CPython) both run this class, so offline numbers are what
+visitors get. Papers, the chunk table and the postings load at construction, so keyword results come
+first; the vectors load on first dense use (or `load_vectors()`), and each paper's text file only when
+one of its chunks is shown or must be checked for a quoted phrase.
+
+Query syntax: free text, "quoted phrases" that must occur in the chunk, and field filters
+`year:2021`, `year:2020..2023`, `year:>=2021`, `cat:cs.CL` (or `cat:cs` for the whole archive),
+`tag:rag`, `id:2005.11401`, `author:lewis` (`author:"van den"` for spaces). Values of one field are
+alternatives (any may match); different fields must all match.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import mul
+
+from readingroom_core.analysis import Query, contains_phrase, parse_query
+from readingroom_core.bm25 import BM25Index
+from readingroom_core.fusion import (
+    Fused,
+    Ranking,
+    diversify,
+    reciprocal_rank_fusion,
+    single_ranking,
+    weighted_score_fusion,
+)
+from readingroom_core.hnsw import UsearchFile
+from readingroom_core.snippets import make_snippet
+
+try:
+    from math import sumprod as _dot
+except ImportError:  # Python < 3.12
+
+    def _dot(a, b):
+        return sum(map(mul, a, b))
+
+
+FORMAT_VERSION = 1
+MODES = ("hybrid", "bm25", "dense")
+FUSIONS = ("weighted", "rrf")
+RETRIEVERS = ("bm25", "dense")
+# A filtered dense query either scores every allowed chunk exactly or over-fetches from the HNSW graph
+# (about limit * chunks / allowed results). One fetched result costs about as much as 5 exact scores in
+# CPython (20k chunks, k 100..1600), so the scan is chosen when allowed**2 <= 5 * limit * chunks.
+EXACT_SCAN_COST_RATIO = 5
+
+Reader = Callable[[str], bytes]
+
+
+@dataclass(frozen=True)
+class Filters:
+    year_min: int | None = None
+    year_max: int | None = None
+    categories: tuple[str, ...] = ()  # "cs.CL", or an archive such as "cs"
+    tags: tuple[str, ...] = ()
+    paper_ids: tuple[str, ...] = ()  # arXiv ids; a version suffix is ignored
+    authors: tuple[str, ...] = ()  # case-insensitive substring of any author name
+
+    def is_empty(self) -> bool:
+        return self == Filters()
+
+
+@dataclass
+class SearchOptions:
+    k: int = 10
+    mode: str = "hybrid"  # "hybrid" | "bm25" | "dense"
+    fusion: str = "weighted"  # "weighted" (min-max scores) | "rrf"
+    dense_weight: float = 0.6  # weighted fusion; BM25 gets 1 - dense_weight
+    rrf_k: int = 60
+    candidates: int = 100  # per retriever, before fusion
+    per_paper: int = 3  # most chunks of one paper in the top k; 0 = unlimited
+    per_section: int = 2  # most chunks of one (paper, section) in the top k; 0 = unlimited
+    ef: int = 64
+    filters: Filters = field(default_factory=Filters)
+
+
+@dataclass
+class Hit:
+    doc_id: int
+    chunk_id: str
+    arxiv_id: str
+    title: str
+    page_start: int
+    page_end: int
+    section: str
+    score: float
+    ranks: dict[str, int | None]  # 1-based rank per retriever, None where it did not return the chunk
+    text: str
+    snippet: str
+    highlights: list[tuple[int, int]]  # offsets into snippet
+
+
+class QuerySyntaxError(ValueError):
+    """A field filter in the query string has a value it cannot mean."""
+
+
+# --- query string ------------------------------------------------------------------------------------
+
+_LIST_FIELDS = {"cat": "categories", "tag": "tags", "id": "paper_ids", "author": "authors"}
+_FIELD_RE = re.compile(r'(?<!\S)(year|cat|tag|id|author):(?:"([^"]*)"|([^\s"]+))', re.IGNORECASE)
+_YEAR_RANGE_RE = re.compile(r"(\d{4})?\.\.(\d{4})?")
+_YEAR_COMPARE_RE = re.compile(r"(>=|<=|>|<|=)?(\d{4})")
+_ARXIV_VERSION_RE = re.compile(r"v\d+$")
+
+
+def parse_year(value: str) -> tuple[int | None, int | None]:
+    """(first, last) year, inclusive, of `2021`, `2020..2023`, `2020..`, `..2023`, `>=2021`, `<2022`."""
+    span = _YEAR_RANGE_RE.fullmatch(value)
+    if span and (span.group(1) or span.group(2)):
+        low, high = (int(year) if year else None for year in span.groups())
+        return low, high
+    compare = _YEAR_COMPARE_RE.fullmatch(value)
+    if not compare:
+        raise QuerySyntaxError(
+            f"year:{value} is not a year filter; write year:2021, year:2020..2023, year:>=2021 or year:<2022"
+        )
+    operator, year = compare.group(1) or "=", int(compare.group(2))
+    return {
+        "=": (year, year),
+        ">=": (year, None),
+        ">": (year + 1, None),
+        "<=": (None, year),
+        "<": (None, year - 1),
+    }[operator]
+
+
+def parse_search(query: str) -> tuple[Query, Filters]:
+    """Field filters taken out of `query`, and the rest analysed into terms and phrases."""
+    values: dict[str, list[str]] = {name: [] for name in _LIST_FIELDS.values()}
+    year_min = year_max = None
+    for match in _FIELD_RE.finditer(query):
+        name = match.group(1).lower()
+        value = (match.group(2) if match.group(2) is not None else match.group(3)).strip()
+        if not value:
+            continue
+        if name == "year":
+            low, high = parse_year(value)
+            year_min = _tighter(year_min, low, max)
+            year_max = _tighter(year_max, high, min)
+        else:
+            values[_LIST_FIELDS[name]].append(value)
+    filters = Filters(year_min=year_min, year_max=year_max, **{name: tuple(v) for name, v in values.items()})
+    return parse_query(_FIELD_RE.sub(" ", query)), filters
+
+
+def _tighter(current: int | None, new: int | None, pick: Callable[[int, int], int]) -> int | None:
+    if current is None or new is None:
+        return new if current is None else current
+    return pick(current, new)
+
+
+def merge_filters(first: Filters, second: Filters) -> Filters:
+    """Both filters at once: year bounds intersect, value lists join (each list is a set of alternatives)."""
+    return Filters(
+        year_min=_tighter(first.year_min, second.year_min, max),
+        year_max=_tighter(first.year_max, second.year_max, min),
+        categories=tuple(dict.fromkeys((*first.categories, *second.categories))),
+        tags=tuple(dict.fromkeys((*first.tags, *second.tags))),
+        paper_ids=tuple(dict.fromkeys((*first.paper_ids, *second.paper_ids))),
+        authors=tuple(dict.fromkeys((*first.authors, *second.authors))),
+    )
+
+
+def check_options(options: SearchOptions) -> None:
+    if options.mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {options.mode!r}")
+    if options.fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {options.fusion!r}")
+    if not 0 <= options.dense_weight <= 1:
+        raise ValueError(f"dense_weight must lie in [0, 1], got {options.dense_weight}")
+    if options.k < 0 or options.candidates < 1 or options.ef < 1 or options.rrf_k < 0:
+        raise ValueError("k must be >= 0, candidates and ef >= 1, rrf_k >= 0")
+    if options.per_paper < 0 or options.per_section < 0:
+        raise ValueError("per_paper and per_section must be >= 0 (0 = unlimited)")
+
+
+# --- loading -----------------------------------------------------------------------------------------
+
+
+def _load_json(data: bytes | str, what: str) -> dict:
+    loaded = json.loads(data)
+    if loaded.get("v") != FORMAT_VERSION:
+        raise ValueError(f"{what} has format {loaded.get('v')!r}; this reader knows {FORMAT_VERSION}")
+    return loaded
+
+
+def _bare_id(arxiv_id: str) -> str:
+    return _ARXIV_VERSION_RE.sub("", arxiv_id.strip().lower())
+
+
+@dataclass(frozen=True)
+class _PaperKeys:
+    """What filters look at, normalised once at load so a query compares plain strings."""
+
+    year: int | None
+    categories: tuple[str, ...]
+    tags: frozenset[str]
+    bare_id: str
+    authors: tuple[str, ...]
+
+    @classmethod
+    def of(cls, paper: dict) -> _PaperKeys:
+        return cls(
+            year=paper.get("year"),
+            categories=tuple(c.lower() for c in paper.get("categories", ())),
+            tags=frozenset(t.lower() for t in paper.get("tags", ())),
+            bare_id=_bare_id(paper["id"]),
+            authors=tuple(a.lower() for a in paper.get("authors", ())),
+        )
+
+    def passes(self, filters: Filters) -> bool:
+        """Whether the paper meets `filters` (already `normalized`)."""
+        if filters.year_min is not None or filters.year_max is not None:
+            if self.year is None:
+                return False
+            if filters.year_min is not None and self.year < filters.year_min:
+                return False
+            if filters.year_max is not None and self.year > filters.year_max:
+                return False
+        if filters.categories and not any(
+            c == wanted or c.startswith(wanted + ".")
+            for wanted in filters.categories
+            for c in self.categories
+        ):
+            return False
+        if filters.tags and self.tags.isdisjoint(filters.tags):
+            return False
+        if filters.paper_ids and self.bare_id not in filters.paper_ids:
+            return False
+        return not filters.authors or any(
+            wanted in author for wanted in filters.authors for author in self.authors
+        )
+
+
+def normalized(filters: Filters) -> Filters:
+    """Filters in the form `_PaperKeys.passes` compares: lower case, arXiv ids without version."""
+    return Filters(
+        year_min=filters.year_min,
+        year_max=filters.year_max,
+        categories=tuple(c.strip().lower() for c in filters.categories),
+        tags=tuple(t.strip().lower() for t in filters.tags),
+        paper_ids=tuple(_bare_id(i) for i in filters.paper_ids),
+        authors=tuple(a.strip().lower() for a in filters.authors),
+    )
+
+
+@dataclass(frozen=True)
+class _Allowed:
+    """The chunks a query may return; `docs` lists them when few enough for an exact dense scan."""
+
+    test: Callable[[int], bool]
+    count: int
+    docs: list[int] | None
+
+
+class SearchEngine:
+    """One site's search; `read(path)` returns a data file's bytes (disk in CPython, fetch in Pyodide)."""
+
+    def __init__(self, manifest: dict, read: Reader):
+        files = manifest["files"]
+        self._read = read
+        self._vectors_path: str = files["vectors"]
+        self.papers: list[dict] = _load_json(read(files["papers"]), files["papers"])["papers"]
+        table = _load_json(read(files["chunks"]), files["chunks"])
+        self.n_chunks: int = table["n"]
+        self._page_start: list[int] = table["page_start"]
+        self._page_span: list[int] = table["page_span"]
+        self._section: list[int] = table["section"]
+        self._section_titles: list[str] = table["sections"]
+        self._paper_of = self._paper_of_each_chunk()
+        self._paper_keys = [_PaperKeys.of(paper) for paper in self.papers]
+        postings_dir = posixpath.dirname(files["postings"])
+        self._bm25 = BM25Index(
+            json.loads(read(files["postings"])),
+            load_shard=lambda name: read(posixpath.join(postings_dir, name)),
+        )
+        if self._bm25.n_docs != self.n_chunks:
+            raise ValueError(
+                f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
+            )
+        self._vectors: UsearchFile | None = None
+        self._row_norms: dict[int, float] = {}
+        self._texts: dict[int, list[dict]] = {}
+
+    def _paper_of_each_chunk(self) -> list[int]:
+        paper_of = [-1] * self.n_chunks
+        for index, paper in enumerate(self.papers):
+            first, count = paper["chunks"]
+            if first < 0 or first + count > self.n_chunks:
+                raise ValueError(
+                    f"paper {paper['id']} claims chunks {first}..{first + count - 1} of {self.n_chunks}"
+                )
+            paper_of[first : first + count] = [index] * count
+        if -1 in paper_of:
+            raise ValueError(
+                f"chunk {paper_of.index(-1)} belongs to no paper; the papers file is inconsistent"
+            )
+        return paper_of
+
+    @property
+    def vectors_loaded(self) -> bool:
+        return self._vectors is not None
+
+    def load_vectors(self) -> UsearchFile:
+        """Read the HNSW file (the largest download); the browser calls this once keyword results show."""
+        if self._vectors is None:
+            vectors = UsearchFile.from_bytes(self._read(self._vectors_path))
+            if vectors.size != self.n_chunks:
+                raise ValueError(
+                    f"vector index holds {vectors.size} chunks but the chunk table lists {self.n_chunks}; rebuild"
+                )
+            self._vectors = vectors
+        return self._vectors
+
+    def chunk(self, doc_id: int) -> dict:
+        """The chunk's {"id", "s", "e", "t"} record, from its paper's text file (fetched once)."""
+        paper_index = self._paper_of[doc_id]
+        chunks = self._texts.get(paper_index)
+        if chunks is None:
+            paper = self.papers[paper_index]
+            data = _load_json(self._read(paper["text"]), paper["text"])
+            if data["first"] != paper["chunks"][0] or len(data["chunks"]) != paper["chunks"][1]:
+                raise ValueError(f"{paper['text']} does not hold the chunks the papers file lists")
+            chunks = self._texts[paper_index] = data["chunks"]
+        return chunks[doc_id - self.papers[paper_index]["chunks"][0]]
+
+    # --- search ----------------------------------------------------------------------------------------
+
+    def search(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> list[Hit]:
+        check_options(options)
+        if options.mode == "dense" and query_vector is None:
+            raise ValueError(
+                "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
+            )
+        parsed, query_filters = parse_search(query)
+        filters = merge_filters(options.filters, query_filters)
+        limit = max(options.candidates, options.k)
+        allowed = self._allowed_by(filters, limit)
+        rankings: dict[str, Ranking] = {}
+        if parsed.phrases:
+            # Quoted phrases restrict both retrievers to the chunks verified to hold them.
+            phrase_ranking = self._phrase_ranking(parsed, allowed, limit)
+            phrase_docs = sorted(doc_id for doc_id, _ in phrase_ranking)
+            allowed = _Allowed(set(phrase_docs).__contains__, len(phrase_docs), phrase_docs)
+            if options.mode != "dense":
+                rankings["bm25"] = phrase_ranking
+        elif options.mode != "dense":
+            rankings["bm25"] = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
+        if options.mode != "bm25" and query_vector is not None:
+            rankings["dense"] = self._dense_ranking(query_vector, limit, options.ef, allowed)
+        fused = self._fuse(rankings, options)
+        top = diversify(
+            fused,
+            options.k,
+            paper_of=self._paper_of.__getitem__,
+            section_of=self._section.__getitem__,
+            per_paper=options.per_paper,
+            per_section=options.per_section,
+        )
+        return [self._hit(result, parsed.terms) for result in top]
+
+    def _allowed_by(self, filters: Filters, limit: int) -> _Allowed | None:
+        """Decided per paper once per query, so asking about a chunk is one list lookup; None = all."""
+        if filters.is_empty():
+            return None
+        wanted = normalized(filters)
+        paper_passes = [keys.passes(wanted) for keys in self._paper_keys]
+        spans = [paper["chunks"] for paper, passes in zip(self.papers, paper_passes, strict=True) if passes]
+        count = sum(span_count for _, span_count in spans)
+        docs = None
+        if count * count <= EXACT_SCAN_COST_RATIO * limit * self.n_chunks:
+            docs = [doc_id for first, span_count in spans for doc_id in range(first, first + span_count)]
+        paper_of = self._paper_of
+        return _Allowed(lambda doc_id: paper_passes[paper_of[doc_id]], count, docs)
+
+    def _phrase_ranking(self, query: Query, allowed: _Allowed | None, limit: int) -> Ranking:
+        """BM25 ranking of chunks holding every quoted phrase: only chunks with all phrase terms are
+        scored, and their text is checked in rank order until `limit` pass, so few text files load."""
+        holders: set[int] | None = None
+        for term in dict.fromkeys(term for phrase in query.phrases for term in phrase):
+            found = self._bm25.postings(term)
+            docs = set(found[0]) if found else set()
+            holders = docs if holders is None else holders & docs
+        if allowed is not None:
+            holders = {doc_id for doc_id in holders if allowed.test(doc_id)}
+        ranked = self._bm25.search(query.terms, len(holders), holders.__contains__)
+        passing = []
+        for doc_id, score in ranked:
+            text = self.chunk(doc_id)["t"]
+            if all(contains_phrase(text, phrase) for phrase in query.phrases):
+                passing.append((doc_id, score))
+                if len(passing) == limit:
+                    break
+        return passing
+
+    def _dense_ranking(
+        self,
+        query_vector: Sequence[float],
+        limit: int,
+        ef: int,
+        allowed: _Allowed | None,
+    ) -> Ranking:
+        """Nearest chunks as (doc id, cosine similarity), best first, among the allowed ones."""
+        vectors = self.load_vectors()
+        if allowed is not None and allowed.docs is not None:
+            return exact_ranking(vectors, query_vector, allowed.docs, limit, self._row_norms)
+        if allowed is None:
+            found = vectors.search(query_vector, limit, ef=max(ef, limit))
+            return [(key, 1.0 - distance) for key, distance in found]
+        # The HNSW search has no filter hook, so fetch more neighbours until enough are allowed,
+        # starting from the number the allowed share of the index predicts.
+        fetch = min(vectors.size, limit * math.ceil(vectors.size / allowed.count))
+        while True:
+            found = vectors.search(query_vector, fetch, ef=max(ef, fetch))
+            kept = [(key, 1.0 - distance) for key, distance in found if allowed.test(key)]
+            if len(kept) >= limit or fetch >= vectors.size:
+                return kept[:limit]
+            fetch = min(vectors.size, fetch * 2)
+
+    def _fuse(self, rankings: dict[str, Ranking], options: SearchOptions) -> list[Fused]:
+        if len(rankings) == 1:
+            ((name, ranking),) = rankings.items()
+            return single_ranking(name, ranking, RETRIEVERS)
+        if options.fusion == "rrf":
+            return reciprocal_rank_fusion(rankings, options.rrf_k)
+        weights = {"dense": options.dense_weight, "bm25": 1.0 - options.dense_weight}
+        return weighted_score_fusion(rankings, weights)
+
+    def _hit(self, result: Fused, query_terms: Iterable[str]) -> Hit:
+        doc_id = result.doc_id
+        paper = self.papers[self._paper_of[doc_id]]
+        chunk = self.chunk(doc_id)
+        snippet = make_snippet(chunk["t"], query_terms)
+        return Hit(
+            doc_id=doc_id,
+            chunk_id=chunk["id"],
+            arxiv_id=paper["id"],
+            title=paper["title"],
+            page_start=self._page_start[doc_id],
+            page_end=self._page_start[doc_id] + self._page_span[doc_id],
+            section=self._section_titles[self._section[doc_id]],
+            score=result.score,
+            ranks=dict(result.ranks),
+            text=chunk["t"],
+            snippet=snippet.text,
+            highlights=snippet.highlights,
+        )
+
+
+def exact_ranking(
+    vectors: UsearchFile,
+    query_vector: Sequence[float],
+    doc_ids: Iterable[int],
+    limit: int,
+    row_norms: dict[int, float],
+) -> Ranking:
+    """Cosine similarity of the query to each listed chunk's stored row, top `limit`, ties by doc id.
+
+    `row_norms` memoises each row's norm across queries (a third of the work per chunk).
+    """
+    if len(query_vector) != vectors.dimensions:
+        raise ValueError(f"query has {len(query_vector)} dimensions, the index has {vectors.dimensions}")
+    norm = math.sqrt(_dot(query_vector, query_vector))
+    if not math.isfinite(norm) or norm == 0:
+        raise ValueError("query vector is zero or not finite; check the query encoder")
+    unit = [x / norm for x in query_vector]
+    scored = []
+    for doc_id in doc_ids:
+        row = vectors.vector(doc_id)
+        row_norm = row_norms.get(doc_id)
+        if row_norm is None:
+            row_norm = row_norms[doc_id] = math.sqrt(_dot(row, row))
+        scored.append((doc_id, _dot(unit, row) / row_norm if row_norm else 0.0))
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored[:limit]

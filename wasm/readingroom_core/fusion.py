@@ -1,0 +1,114 @@
+"""Combine ranked lists from several retrievers into one, and keep one paper from filling the page.
+
+Retrievers score on unrelated scales (BM25 is unbounded, cosine similarity lies in [-1, 1]), so raw
+scores are never added: either ranks are fused (reciprocal rank fusion) or each retriever's scores are
+min-max normalised over its own candidate list first. Rankings are lists of (doc id, score), best first,
+higher score better. Ties are broken by doc id, so equal inputs always give the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+Ranking = Sequence[tuple[int, float]]
+DEFAULT_RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Fused:
+    doc_id: int
+    score: float
+    ranks: dict[str, int | None] = field(default_factory=dict)  # 1-based per retriever, None if absent
+
+
+def ranks_by_doc(rankings: Mapping[str, Ranking]) -> dict[int, dict[str, int | None]]:
+    """For every doc in any ranking, its 1-based rank in each retriever (None where it is missing)."""
+    names = sorted(rankings)
+    ranks: dict[int, dict[str, int | None]] = {}
+    for name in names:
+        for rank, (doc_id, _) in enumerate(rankings[name], start=1):
+            ranks.setdefault(doc_id, dict.fromkeys(names))[name] = rank
+    return ranks
+
+
+def _in_order(scores: dict[int, float], ranks: dict[int, dict[str, int | None]]) -> list[Fused]:
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return [Fused(doc_id, score, ranks[doc_id]) for doc_id, score in ordered]
+
+
+def reciprocal_rank_fusion(rankings: Mapping[str, Ranking], k: int = DEFAULT_RRF_K) -> list[Fused]:
+    """Score = sum over retrievers of 1 / (k + rank); a retriever that missed a doc adds nothing."""
+    if k < 0:
+        raise ValueError(f"rrf k must be >= 0, got {k}")
+    ranks = ranks_by_doc(rankings)
+    scores = {
+        doc_id: sum(1.0 / (k + rank) for rank in doc_ranks.values() if rank is not None)
+        for doc_id, doc_ranks in ranks.items()
+    }
+    return _in_order(scores, ranks)
+
+
+def min_max_normalize(scores: Sequence[float]) -> list[float]:
+    """Scores mapped onto [0, 1] by their own min and max; equal scores (or a single one) all become 1."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(score - low) / (high - low) for score in scores]
+
+
+def weighted_score_fusion(rankings: Mapping[str, Ranking], weights: Mapping[str, float]) -> list[Fused]:
+    """Score = sum over retrievers of weight * min-max normalised score; a doc missing from a list gets 0."""
+    missing = sorted(set(rankings) - set(weights))
+    if missing:
+        raise ValueError(f"no fusion weight for retriever(s) {', '.join(missing)}")
+    ranks = ranks_by_doc(rankings)
+    scores = dict.fromkeys(ranks, 0.0)
+    for name in sorted(rankings):
+        ranking = rankings[name]
+        normalized = min_max_normalize([score for _, score in ranking])
+        for (doc_id, _), value in zip(ranking, normalized, strict=True):
+            scores[doc_id] += weights[name] * value
+    return _in_order(scores, ranks)
+
+
+def single_ranking(name: str, ranking: Ranking, names: Iterable[str] = ()) -> list[Fused]:
+    """One retriever's list as fused results, keeping its own scores (nothing to fuse them with)."""
+    all_names = sorted({name, *names})
+    results = []
+    for rank, (doc_id, score) in enumerate(ranking, start=1):
+        ranks: dict[str, int | None] = dict.fromkeys(all_names)
+        ranks[name] = rank
+        results.append(Fused(doc_id, score, ranks))
+    return results
+
+
+def diversify(
+    fused: Iterable[Fused],
+    k: int,
+    paper_of: Callable[[int], object],
+    section_of: Callable[[int], object],
+    per_paper: int = 3,
+    per_section: int = 2,
+) -> list[Fused]:
+    """The first `k` results, in order, skipping any that would exceed the per-paper or per-(paper,
+    section) cap (0 = no cap), so later results fill the page instead of one paper's neighbouring chunks.
+    """
+    taken: list[Fused] = []
+    paper_counts: dict[object, int] = {}
+    section_counts: dict[tuple[object, object], int] = {}
+    for result in fused:
+        if len(taken) >= k:
+            break
+        paper = paper_of(result.doc_id)
+        section = (paper, section_of(result.doc_id))
+        if per_paper and paper_counts.get(paper, 0) >= per_paper:
+            continue
+        if per_section and section_counts.get(section, 0) >= per_section:
+            continue
+        paper_counts[paper] = paper_counts.get(paper, 0) + 1
+        section_counts[section] = section_counts.get(section, 0) + 1
+        taken.append(result)
+    return taken
