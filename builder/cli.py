@@ -114,6 +114,34 @@ def make_parser() -> argparse.ArgumentParser:
     bib.add_argument("file", type=Path, metavar="FILE")
     bib.add_argument("--tag", action="append", default=[], help="a tag for the imported papers (repeatable)")
 
+    query = commands.add_parser(
+        "query",
+        help="search a built site from the terminal, with the browser's encoder and search core",
+        description="Embeds the query with the site's ONNX encoder (onnxruntime) and runs the same search core "
+        "the browser runs. Field filters work in the query: year:2020..2023 cat:cs.CL tag:rag id:2005.11401 "
+        'author:lewis, and "quoted phrases" must match.',
+    )
+    query.add_argument("text", metavar="QUERY")
+    query.add_argument("--site", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
+    query.add_argument("--k", type=int, default=10, help="number of results (default: 10)")
+    query.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
+    query.add_argument("--json", action="store_true", help="print the results as JSON")
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="retrieval quality on questions with gold pages: recall, MRR, nDCG at page and paper level",
+        description="Runs every question in bm25, dense and hybrid mode over a built site and reports "
+        "Recall@1/5/10/20, MRR and nDCG@10 at page level (a chunk counts if it is from a gold paper and its page "
+        "span covers a gold page) and at paper level. Questions file: one JSON object per line, "
+        '{"id", "query", "relevant": [{"arxiv_id", "pages": [...]}]}; an empty relevant list marks a question '
+        "the corpus cannot answer.",
+    )
+    evaluate.add_argument(
+        "--site", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder"
+    )
+    evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+
     stats = commands.add_parser(
         "stats", help="papers, pages, chunks, tokens, flagged pages and failures of the last build"
     )
@@ -265,6 +293,55 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    from builder.evaluate import open_site, query_encoder
+    from readingroom_core.engine import SearchOptions
+
+    manifest, engine = open_site(args.site)
+    vector = None if args.mode == "bm25" else query_encoder(args.site, manifest).encode([args.text])[0]
+    hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode))
+    if args.json:
+        rows = [
+            {
+                "rank": rank,
+                "arxiv_id": h.arxiv_id,
+                "page_start": h.page_start,
+                "page_end": h.page_end,
+                "chunk_id": h.chunk_id,
+                "title": h.title,
+                "section": h.section,
+                "score": h.score,
+                "ranks": h.ranks,
+                "snippet": h.snippet,
+                "text": h.text,
+            }
+            for rank, h in enumerate(hits, start=1)
+        ]
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return 0
+    for rank, h in enumerate(hits, start=1):
+        pages = f"p.{h.page_start}" if h.page_start == h.page_end else f"pp.{h.page_start}-{h.page_end}"
+        print(f"{rank:2d}. [arXiv:{h.arxiv_id} {pages}] {h.score:.4f}  {h.title}")
+        if h.section:
+            print(f"    § {h.section}")
+        print(f"    {h.snippet}")
+    if not hits:
+        print("no results", file=sys.stderr)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from builder.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
+
+    if not args.questions.exists():
+        raise FileNotFoundError(f"{args.questions}: no such questions file")
+    manifest, engine = open_site(args.site)
+    encoder = query_encoder(args.site, manifest)
+    summary = evaluate(engine, encoder.encode, load_questions(args.questions))
+    print(json.dumps(summary) if args.json else format_table(summary))
+    return 0
+
+
 COMMANDS = {
     "build": cmd_build,
     "fetch": cmd_fetch,
@@ -273,6 +350,8 @@ COMMANDS = {
     "list": cmd_list,
     "import-bibtex": cmd_import_bibtex,
     "stats": cmd_stats,
+    "query": cmd_query,
+    "eval": cmd_eval,
 }
 
 
