@@ -358,9 +358,12 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages, never a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from builder.evaluate import QuestionsFileError
+    from readingroom_core.engine import QuerySyntaxError
+
     args = make_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (config.CorpusError, FileNotFoundError) as exc:
+    except (config.CorpusError, FileNotFoundError, QuerySyntaxError, QuestionsFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

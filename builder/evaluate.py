@@ -29,6 +29,10 @@ MODES = ("hybrid", "bm25", "dense")
 CUTOFFS = (1, 5, 10, 20)
 
 
+class QuestionsFileError(ValueError):
+    """A questions file line that is not a question; the message names file and line."""
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -50,7 +54,7 @@ def load_questions(path: Path) -> list[Question]:
             gold = frozenset((r["arxiv_id"], int(p)) for r in row["relevant"] for p in r["pages"])
             questions.append(Question(str(row["id"]), row["query"], gold))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(
+            raise QuestionsFileError(
                 f"{path}:{number}: not a question line ({exc}); expected "
                 '{"id", "query", "relevant": [{"arxiv_id", "pages": [..]}]}'
             ) from exc
@@ -106,7 +110,7 @@ class ModeScores:
 def score_ranking(ranked: list[str], relevant: set[str]) -> dict[str, float]:
     qrels = dict.fromkeys(relevant, 1)
     scores = {f"recall@{k}": metrics.recall_at_k(ranked, qrels, k) for k in CUTOFFS}
-    scores["mrr"] = metrics.reciprocal_rank(ranked, qrels)
+    scores["mrr"] = metrics.mrr_at_k(ranked, qrels, max(CUTOFFS))
     scores["ndcg@10"] = metrics.ndcg_at_k(ranked, qrels, 10)
     return scores
 

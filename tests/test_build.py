@@ -1,47 +1,22 @@
-"""The build through its CLI, on a few real mirror papers: what lands where, and what failures do."""
+"""The build through its CLI, on real mirror papers: what lands where, and what failures do."""
 
 import json
 import re
 import shutil
 
 import pytest
+from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 
 from builder.cli import main
 from builder.paths import DEV_QUESTIONS
 
 pytestmark = pytest.mark.mirror
 
-PAPERS = ["2106.09685", "2305.14314", "1904.08375"]
-
 
 def normalise(text: str) -> str:
     text = text.replace("ﬁ", "fi").replace("ﬂ", "fl").replace("ﬀ", "ff")
     text = re.sub(r"(\w)- (\w)", r"\1\2", text)
     return " ".join(text.split()).lower()
-
-
-def write_corpus(path, ids, extra=""):
-    entries = "\n".join(f'[[paper]]\nid = "{i}"\ntags = ["t"]\n' for i in ids)
-    path.write_text(f'[site]\ntitle = "Test"\n{extra}\n{entries}', encoding="utf-8")
-
-
-def build(tmp_path, corpus, mirror, *extra):
-    return main(
-        [
-            "build",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(tmp_path / "site"),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--mirror",
-            str(mirror),
-            "--offline",
-            "--no-progress",
-            *extra,
-        ]
-    )
 
 
 def site_chunks(site):
@@ -67,23 +42,14 @@ def site_chunks(site):
     return rows
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, mirror_dir):
-    tmp = tmp_path_factory.mktemp("build")
-    corpus = tmp / "readingroom.toml"
-    write_corpus(corpus, PAPERS)
-    assert build(tmp, corpus, mirror_dir) == 0
-    return tmp, corpus
-
-
-def test_known_text_lands_on_its_page(built):
-    tmp, _ = built
-    chunks = site_chunks(tmp / "site")
-    questions = [json.loads(line) for line in DEV_QUESTIONS.read_text().splitlines()]
+def test_known_text_lands_on_its_page(built_sites):
+    chunks = site_chunks(built_sites.second)
+    papers = {*SMALL_PAPERS, ADDED_PAPER}
     checked = 0
-    for question in questions:
+    for line in DEV_QUESTIONS.read_text().splitlines():
+        question = json.loads(line)
         gold = question["relevant"][0] if question["relevant"] else None
-        if not gold or gold["arxiv_id"] not in PAPERS:
+        if not gold or gold["arxiv_id"] not in papers:
             continue
         evidence = normalise(question["evidence"])
         hits = [c for c in chunks if c["arxiv_id"] == gold["arxiv_id"] and evidence in normalise(c["text"])]
@@ -93,23 +59,22 @@ def test_known_text_lands_on_its_page(built):
     assert checked >= 3
 
 
-def test_stats_and_lock_file(built, capsys):
-    tmp, corpus = built
+def test_stats_and_lock_file(built_sites, capsys):
     capsys.readouterr()
-    assert main(["stats", "--out", str(tmp / "site"), "--json"]) == 0
+    assert main(["stats", "--out", str(built_sites.second), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["papers"] == 3 and stats["failures"] == []
-    assert stats["pages"] > 40 and stats["chunks"] > 100 and stats["tokens"] > 10_000
-    lock = json.loads(corpus.with_suffix(".lock").read_text())["papers"]
-    assert set(lock) == set(PAPERS)
-    assert lock["2106.09685"]["version"] == "v2" and len(lock["2106.09685"]["pdf_sha256"]) == 64
+    assert stats["papers"] == 4 and stats["failures"] == []
+    assert stats["pages"] == 7 + 7 + 7 + 8 and stats["chunks"] > 60 and stats["tokens"] > 8_000
+    lock = json.loads((built_sites.second.parent / "second.lock").read_text())["papers"]
+    assert set(lock) == {*SMALL_PAPERS, ADDED_PAPER}
+    assert lock["1904.08375"]["version"] == "v2" and len(lock["1904.08375"]["pdf_sha256"]) == 64
 
 
-def test_a_bad_paper_is_reported_and_the_build_goes_on(tmp_path, mirror_dir, capsys):
+def test_a_bad_paper_is_reported_and_the_build_goes_on(tmp_path, built_sites, mirror_dir, capsys):
     mirror = tmp_path / "mirror"
     (mirror / "pdf").mkdir(parents=True)
     (mirror / "meta").mkdir()
-    for arxiv_id in ["2106.09685", "1904.08375"]:
+    for arxiv_id in ["2412.19048", "1904.08375"]:
         shutil.copy(mirror_dir / "pdf" / f"{arxiv_id}.pdf", mirror / "pdf")
         shutil.copy(mirror_dir / "meta" / f"{arxiv_id}.json", mirror / "meta")
     broken = mirror / "pdf" / "1904.08375.pdf"
@@ -117,20 +82,20 @@ def test_a_bad_paper_is_reported_and_the_build_goes_on(tmp_path, mirror_dir, cap
     meta = json.loads((mirror / "meta" / "1904.08375.json").read_text())
     meta.pop("pdf_sha256")  # the mirror itself does not know the file is broken
     (mirror / "meta" / "1904.08375.json").write_text(json.dumps(meta))
-    corpus = tmp_path / "readingroom.toml"
-    write_corpus(corpus, ["2106.09685", "1904.08375", "2401.99999"])
+    corpus = write_corpus(tmp_path / "readingroom.toml", ["2412.19048", "1904.08375", "2401.99999"])
 
-    assert build(tmp_path, corpus, mirror) == 0
+    assert run_build(corpus, tmp_path / "site", built_sites.cache, mirror) == 0
     out = capsys.readouterr().out
     assert "papers   1 of 3 listed" in out
     assert re.search(r"\[(fetch|parse)\] 1904\.08375: .+", out)
     assert re.search(r"\[fetch\] 2401\.99999: .+", out)
+    manifest = json.loads((tmp_path / "site" / "manifest.json").read_text())
+    assert manifest["counts"]["papers"] == 1 and manifest["counts"]["failures"] == 2
 
-    assert build(tmp_path, corpus, mirror, "--strict") == 1
+    assert run_build(corpus, tmp_path / "site", built_sites.cache, mirror, "--strict") == 1
 
 
-def test_a_build_where_every_paper_fails_exits_non_zero(tmp_path, mirror_dir, capsys):
-    corpus = tmp_path / "readingroom.toml"
-    write_corpus(corpus, ["2401.99999"])
-    assert build(tmp_path, corpus, mirror_dir) == 1
+def test_a_build_where_every_paper_fails_exits_non_zero(tmp_path, built_sites, mirror_dir, capsys):
+    corpus = write_corpus(tmp_path / "readingroom.toml", ["2401.99999"])
+    assert run_build(corpus, tmp_path / "site", built_sites.cache, mirror_dir) == 1
     assert "every paper failed" in capsys.readouterr().err

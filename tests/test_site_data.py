@@ -7,37 +7,21 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
 from builder.chunk import ChunkSettings, TokenCounter, context_prefix
-from builder.cli import main
 from builder.embed import encode, load_model
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index
 
 pytestmark = pytest.mark.mirror
 
-SMALL = ["1910.01108", "2007.01282"]  # DistilBERT (5 pages), Fusion-in-Decoder (6 pages)
-ADDED = "1904.08375"  # doc2query (7 pages)
-
-
-def write_corpus(path, ids):
-    entries = "\n".join(f'[[paper]]\nid = "{i}"\n' for i in ids)
-    path.write_text(f'[site]\ntitle = "Site data"\n{entries}', encoding="utf-8")
-
-
-def build(corpus, out, cache, mirror):
-    args = ["build", "--corpus", str(corpus), "--out", str(out), "--cache", str(cache)]
-    assert main([*args, "--mirror", str(mirror), "--offline", "--no-progress"]) == 0
-    return json.loads((out / "manifest.json").read_text())
-
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, mirror_dir):
-    tmp = tmp_path_factory.mktemp("site")
-    write_corpus(tmp / "c.toml", SMALL)
-    manifest = build(tmp / "c.toml", tmp / "out", tmp / "cache", mirror_dir)
-    return tmp, manifest
+def site(built_sites):
+    out = built_sites.second
+    return out, json.loads((out / "manifest.json").read_text())
 
 
 def load(site_dir, relative):
@@ -45,10 +29,12 @@ def load(site_dir, relative):
 
 
 def test_manifest_lists_every_data_file_with_size_and_checksum(site):
-    tmp, manifest = site
-    out = tmp / "out"
+    out, manifest = site
     on_disk = {
-        p.relative_to(out).as_posix() for folder in ("data", "model") for p in (out / folder).rglob("*") if p.is_file()
+        p.relative_to(out).as_posix()
+        for folder in ("data", "model")
+        for p in (out / folder).rglob("*")
+        if p.is_file()
     }
     listed = {a["path"]: a for a in manifest["artifacts"]}
     assert set(listed) == on_disk
@@ -58,7 +44,7 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
         assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
         assert artifact["sha256"][:12] in path  # content-hashed names
     assert set(manifest["files"].values()) <= set(listed)
-    assert manifest["counts"]["papers"] == 2 and manifest["counts"]["failures"] == 0
+    assert manifest["counts"]["papers"] == 4 and manifest["counts"]["failures"] == 0
     assert manifest["counts"]["chunks"] == load(out, manifest["files"]["chunks"])["n"]
     assert manifest["model"]["dims"] == 384 and len(manifest["model"]["weights_sha256"]) == 64
     assert manifest["index"]["usearch_version"] == "2.26.6" and manifest["index"]["dtype"] == "i8"
@@ -77,8 +63,7 @@ def site_chunks(out, manifest):
 
 
 def test_usearch_file_reopens_and_finds_each_chunk_by_its_own_text(site, model_dir):
-    tmp, manifest = site
-    out = tmp / "out"
+    out, manifest = site
     index = Index.restore(str(out / manifest["files"]["vectors"]))
     rows = site_chunks(out, manifest)
     assert index.size == len(rows) and index.ndim == 384
@@ -98,8 +83,7 @@ def test_usearch_file_reopens_and_finds_each_chunk_by_its_own_text(site, model_d
 
 
 def test_postings_reproduce_independently_computed_bm25(site, model_dir):
-    tmp, manifest = site
-    out = tmp / "out"
+    out, manifest = site
     postings = load(out, manifest["files"]["postings"])
     counter = TokenCounter(model_dir)
     docs = [
@@ -120,7 +104,9 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
                 df = sum(1 for f in frequencies if term in f)
                 if tf[term]:
                     idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
-                    score += idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(docs[doc]) / avgdl))
+                    score += (
+                        idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(docs[doc]) / avgdl))
+                    )
             if score:
                 expected[doc] = score
         got = dict(engine.search(terms, k=len(docs)))
@@ -128,19 +114,19 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
         assert all(abs(got[d] - expected[d]) < 1e-9 for d in got)
 
 
-def test_two_builds_of_the_same_inputs_are_byte_identical(site, tmp_path, mirror_dir):
-    first_tmp, first = site
-    write_corpus(tmp_path / "c.toml", SMALL)
-    second = build(tmp_path / "c.toml", tmp_path / "out", tmp_path / "cache", mirror_dir)  # fresh cache
+def test_two_builds_of_the_same_inputs_are_byte_identical(built_sites, tmp_path, mirror_dir):
+    corpus = write_corpus(tmp_path / "first.toml", SMALL_PAPERS)  # as built_sites.first: from a cold cache
+    assert run_build(corpus, tmp_path / "out", tmp_path / "fresh-cache", mirror_dir) == 0
+    first = json.loads((built_sites.first / "manifest.json").read_text())
+    second = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert first["artifacts"] == second["artifacts"]
 
 
-def test_adding_a_paper_embeds_only_its_chunks(site, tmp_path, mirror_dir, capsys):
-    tmp, first = site
-    write_corpus(tmp_path / "c.toml", [*SMALL, ADDED])
-    manifest = build(tmp_path / "c.toml", tmp_path / "out", tmp / "cache", mirror_dir)  # the warm cache
-    report = json.loads((tmp_path / "out" / "build-report.json").read_text())
-    papers = load(tmp_path / "out", manifest["files"]["papers"])["papers"]
-    added = next(p for p in papers if p["id"] == ADDED)
+def test_adding_a_paper_embeds_only_its_chunks(built_sites):
+    before = json.loads((built_sites.first / "manifest.json").read_text())
+    after = json.loads((built_sites.second / "manifest.json").read_text())
+    report = json.loads((built_sites.second / "build-report.json").read_text())
+    papers = load(built_sites.second, after["files"]["papers"])["papers"]
+    added = next(p for p in papers if p["id"] == ADDED_PAPER)
     assert report["embedded_chunks"] == added["chunks"][1] > 0
-    assert manifest["counts"]["chunks"] == first["counts"]["chunks"] + added["chunks"][1]
+    assert after["counts"]["chunks"] == before["counts"]["chunks"] + added["chunks"][1]
