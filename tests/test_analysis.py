@@ -1,6 +1,7 @@
 import unicodedata
 
 import pytest
+
 from readingroom_core.analysis import (
     FOLD_TABLE,
     STOP_WORDS,

@@ -3,10 +3,10 @@ import math
 from collections import Counter
 
 import pytest
-from readingroom_core.analysis import analyze, parse_query
-from readingroom_core.bm25 import BM25Index, decode_entry
 
 from builder.postings import build_postings, encode_entry, postings_bytes, shard_postings, write_postings
+from readingroom_core.analysis import analyze, parse_query
+from readingroom_core.bm25 import BM25Index, decode_entry
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",
