@@ -76,3 +76,28 @@ def test_eval_names_a_malformed_questions_file(built_sites, tmp_path, capsys):
     questions.write_text('{"id": "x", "query": "no relevant key"}\n')
     assert main(["eval", "--site", str(built_sites.second), "--questions", str(questions)]) == 2
     assert "q.jsonl:1: not a question line" in capsys.readouterr().err
+
+
+def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(built_sites, model_dir):
+    """The browser's quantized encoder must not cost retrieval quality (issue 3: >= 99% of nDCG@10)."""
+    from builder.embed import encode, load_model
+    from builder.encoder import OnnxQueryEncoder
+    from builder.evaluate import Question, evaluate, load_questions, open_site
+
+    site = built_sites.second
+    manifest, engine = open_site(site)
+    papers = {*SMALL_PAPERS, ADDED_PAPER}
+    questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages and q.gold_papers <= papers]
+    table = json.loads((site / manifest["files"]["chunks"]).read_text())
+    for paper in json.loads((site / manifest["files"]["papers"]).read_text())["papers"]:
+        chunks = json.loads((site / paper["text"]).read_text())["chunks"]
+        for offset in range(0, len(chunks), 4):  # a sentence of every 4th chunk, asked back
+            longest = max(chunks[offset]["t"].split(". "), key=len)[:300]
+            page = table["page_start"][paper["chunks"][0] + offset]
+            questions.append(Question(f"{paper['id']}-{offset}", longest, frozenset({(paper["id"], page)})))
+    assert len(questions) > 20
+    model = load_model(model_dir)
+    onnx = evaluate(engine, OnnxQueryEncoder.from_site(site, manifest).encode, questions)
+    reference = evaluate(engine, lambda texts: encode(model, texts).tolist(), questions)
+    assert onnx["page"]["dense"]["ndcg@10"] >= 0.99 * reference["page"]["dense"]["ndcg@10"]
+    assert onnx["page"]["hybrid"]["ndcg@10"] >= 0.99 * reference["page"]["hybrid"]["ndcg@10"]

@@ -1,0 +1,199 @@
+"""Whole-mirror build bench: build times, embed throughput, artifact sizes, quantization quality.
+
+1. cold build of the reading list from the mirror into a fresh cache (embed throughput from it);
+2. one-paper-added rebuild: a copy of that cache loses the last paper's parse and vectors, then the
+   full list is built again, timing it and counting the chunks it embedded;
+3. bytes of every artifact, raw and gzipped, by kind;
+4. quantization: for the dev questions, page-level nDCG@10 of dense retrieval with the shipped
+   int8 HNSW index (our reader) vs exact float32 search over the same chunks with the same (ONNX)
+   query vectors; HNSW recall@10 vs exact search on the same int8 vectors, for the dev questions
+   and for 1,000 chunk texts used as queries; and ONNX vs sentence-transformers query vectors.
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402, F401  (before usearch: the other order segfaults)
+
+from builder import config, embed, metrics, pipeline  # noqa: E402
+from builder.encoder import OnnxQueryEncoder  # noqa: E402
+from builder.evaluate import load_questions  # noqa: E402
+from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E402
+from readingroom_core.hnsw import UsearchFile  # noqa: E402
+
+
+def run_build(corpus: Path, out: Path, cache: Path, mirror: Path) -> tuple[float, dict]:
+    options = pipeline.BuildOptions(corpus, out, cache, mirror=mirror, offline=True, progress=False)
+    started = time.perf_counter()
+    report, code = pipeline.build(options)
+    if code:
+        raise SystemExit(f"build of {corpus} failed: {report.failures}")
+    return time.perf_counter() - started, json.loads((out / "build-report.json").read_text())
+
+
+def artifact_sizes(site: Path, manifest: dict) -> dict:
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"files": 0, "bytes": 0, "gzip": 0})
+    for artifact in manifest["artifacts"]:
+        data = (site / artifact["path"]).read_bytes()
+        name = artifact["path"].rsplit("/", 1)[1].split(".")[0]
+        row = kinds["text (per paper)" if artifact["path"].startswith("data/text/") else name]
+        row["files"] += 1
+        row["bytes"] += len(data)
+        row["gzip"] += len(gzip.compress(data, 9))
+    return dict(kinds)
+
+
+def chunk_rows(site: Path, manifest: dict) -> list[tuple[str, int, int]]:
+    table = json.loads((site / manifest["files"]["chunks"]).read_text())
+    papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
+    rows = []
+    for paper in papers:
+        first, count = paper["chunks"]
+        for doc in range(first, first + count):
+            rows.append(
+                (paper["id"], table["page_start"][doc], table["page_start"][doc] + table["page_span"][doc])
+            )
+    return rows
+
+
+def page_ndcg(ranked_docs, rows, question) -> float:
+    """Page-level nDCG@10 as `builder.evaluate` defines it (each gold page credited once)."""
+    credited, items = set(), []
+    for rank, doc in enumerate(ranked_docs):
+        paper, start, end = rows[doc]
+        gold = [(p, g) for p, g in sorted(question.gold_pages) if p == paper and start <= g <= end]
+        fresh = [pair for pair in gold if pair not in credited]
+        if fresh:
+            credited.add(fresh[0])
+            items.append(f"{fresh[0][0]} p.{fresh[0][1]}")
+        else:
+            items.append(f"miss {rank}")
+    return metrics.ndcg_at_k(items, {f"{p} p.{g}": 1 for p, g in question.gold_pages}, 10)
+
+
+def hnsw_recall(index: UsearchFile, stored: np.ndarray, queries: np.ndarray, ef: int, exclude=None) -> float:
+    found = total = 0
+    for n, query in enumerate(queries):
+        skip = {exclude[n]} if exclude is not None else set()
+        exact = [d for d in np.argsort(-(stored @ query), kind="stable")[:11] if d not in skip][:10]
+        approx = [key for key, _ in index.search(list(query), 11, ef) if key not in skip][:10]
+        found += len(set(exact) & set(approx))
+        total += 10
+    return round(found / total, 4)
+
+
+def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) -> dict:
+    manifest = json.loads((site / "manifest.json").read_text())
+    loaded = config.load_corpus(corpus)
+    options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
+    ingested = pipeline.ingest(loaded, options)
+    _, vectors = pipeline.embed_chunks(ingested.papers, loaded, options, ingested.report)  # all from cache
+    rows = chunk_rows(site, manifest)
+    assert len(rows) == len(vectors)
+    index = UsearchFile.from_bytes((site / manifest["files"]["vectors"]).read_bytes())
+    stored = np.array([index.vector(doc) for doc in range(len(rows))], dtype=np.float64)
+    stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
+
+    questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages]
+    texts = [q.query for q in questions]
+    onnx = np.array(OnnxQueryEncoder.from_site(site, manifest).encode(texts))
+    st = embed.encode(embed.load_model(resolve_model_dir(loaded.settings.model)), texts)
+
+    def exact(query, k=20):
+        return list(np.argsort(-(vectors @ query), kind="stable")[:k])
+
+    ef = manifest["index"]["expansion_search"]
+    f32 = np.mean([page_ndcg(exact(q), rows, question) for q, question in zip(onnx, questions, strict=True)])
+    hnsw = np.mean(
+        [
+            page_ndcg([key for key, _ in index.search(list(q), 20, ef)], rows, question)
+            for q, question in zip(onnx, questions, strict=True)
+        ]
+    )
+    with_st = np.mean(
+        [page_ndcg(exact(q), rows, question) for q, question in zip(st, questions, strict=True)]
+    )
+    sample = random.Random(0).sample(range(len(rows)), min(1000, len(rows)))
+    return {
+        "dev_questions": len(questions),
+        "ndcg@10_exact_f32": round(float(f32), 4),
+        "ndcg@10_int8_hnsw": round(float(hnsw), 4),
+        "ndcg_ratio_int8_hnsw_vs_f32": round(float(hnsw / f32), 4),
+        "ndcg@10_exact_f32_sentence_transformers_queries": round(float(with_st), 4),
+        "ndcg_ratio_onnx_vs_sentence_transformers_queries": round(float(f32 / with_st), 4),
+        "min_cosine_onnx_vs_sentence_transformers_queries": round(
+            float(np.min(np.sum(onnx * st, axis=1))), 5
+        ),
+        "hnsw_recall@10_vs_exact_same_vectors_dev": hnsw_recall(index, stored, onnx, ef),
+        "hnsw_recall@10_vs_exact_same_vectors_1000_chunks": hnsw_recall(
+            index, stored, vectors[sample], ef, exclude=sample
+        ),
+        "ef": ef,
+    }
+
+
+def drop_paper_from_cache(cache: Path, arxiv_id: str) -> None:
+    """Make a warm cache forget one paper, as if it had never been on the list."""
+    stem = arxiv_id.replace("/", "_")
+    for path in cache.glob(f"embeddings/*/{stem}.*"):
+        path.unlink()
+    for path in cache.glob("parsed/*/*.json"):
+        if json.loads(path.read_text(encoding="utf-8"))["arxiv_id"] == arxiv_id:
+            path.unlink()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mirror", type=Path, required=True)
+    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus" / "readingroom.toml")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench"))
+    args = parser.parse_args()
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    corpus = args.work / "readingroom.toml"
+    shutil.copy(args.corpus, corpus)
+    cache, site = args.work / "cache", args.work / "site"
+
+    cold_seconds, cold = run_build(corpus, site, cache, args.mirror)
+    warm_cache = args.work / "cache-incremental"
+    shutil.copytree(cache, warm_cache)
+    drop_paper_from_cache(warm_cache, config.load_corpus(corpus).papers[-1].arxiv_id)
+    added_seconds, added = run_build(corpus, args.work / "site-added", warm_cache, args.mirror)
+
+    manifest = json.loads((site / "manifest.json").read_text())
+    result = {
+        "papers": cold["papers"],
+        "pages": cold["pages"],
+        "chunks": cold["chunks"],
+        "cold_build_seconds": round(cold_seconds, 1),
+        "stage_seconds": cold["seconds"],
+        "embed_chunks_per_second": round(cold["embedded_chunks"] / cold["seconds"]["embed"], 1),
+        "one_paper_added_rebuild_seconds": round(added_seconds, 1),
+        "one_paper_added_embedded_chunks": added["embedded_chunks"],
+        "one_paper_added_stage_seconds": added["seconds"],
+        "artifact_bytes": artifact_sizes(site, manifest),
+        "quantization": quantization_figures(corpus, site, cache, args.mirror),
+    }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
