@@ -1,5 +1,6 @@
 """Developer tasks: `nox -s tests`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -20,10 +21,19 @@ def install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".{extras}")
 
 
+def install_browser_runtimes(session: nox.Session) -> None:
+    """Pyodide and onnxruntime-web, pinned by wasm/package-lock.json (Node runs the core in Pyodide)."""
+    if shutil.which("npm") is None:
+        session.warn("npm not found: the Pyodide parity tests will be skipped (apt-get install nodejs npm)")
+        return
+    session.run("npm", "ci", "--prefix", "wasm", "--no-audit", "--no-fund", external=True)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite (small corpora; a few minutes)."""
     install(session, "[dev]")
+    install_browser_runtimes(session)
     session.run("pytest", *(session.posargs or ["-q"]), env=OFFLINE_ENV)
 
 
@@ -39,12 +49,22 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Whole-mirror measurements; numbers go in the closing notes."""
+    """Whole-mirror and BEIR measurements (tens of minutes on 2 cores); numbers go in the closing notes."""
     install(session, "[dev]")
+    install_browser_runtimes(session)
     if not MIRROR.is_dir():
         session.error(f"bench needs the arXiv mirror at {MIRROR}")
-    session.run("python", "scripts/measure_parse.py", "--mirror", str(MIRROR), env=OFFLINE_ENV)
-    session.run("python", "scripts/measure_chunks.py", "--mirror", str(MIRROR), env=OFFLINE_ENV)
+    work = Path(session.create_tmp()) / "bench"
+    mirror = ["--mirror", str(MIRROR)]
+    session.run("python", "scripts/measure_parse.py", *mirror, env=OFFLINE_ENV)
+    session.run("python", "scripts/measure_chunks.py", *mirror, env=OFFLINE_ENV)
+    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), env=OFFLINE_ENV)
+    site = str(work / "site")
+    questions = str(SHARED / "eval" / "dev-questions.jsonl")
+    session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions, env=OFFLINE_ENV)
+    session.run("python", "scripts/bench_core.py", "--site", site, env=OFFLINE_ENV)
+    beir = [arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))]
+    session.run("python", "scripts/bench_beir.py", *beir, env=OFFLINE_ENV)
 
 
 @nox.session

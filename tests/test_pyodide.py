@@ -1,0 +1,197 @@
+"""The search core gives the same answers in Pyodide (Python 3.14 in Node, as on the site) as in CPython.
+
+Query vectors are computed once in CPython and handed to both, so only the core is compared. Needs node
+and `wasm/node_modules` (`npm ci --prefix wasm`); skipped with the reason when either is missing.
+"""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from builder.cli import main
+from builder.paths import DEV_QUESTIONS
+from builder.pyodide import build_core_wheel, encode_queries, missing_runtime, run_in_cpython, run_in_pyodide
+
+pytestmark = [pytest.mark.pyodide, pytest.mark.mirror]
+
+PAPERS = ["1910.01108", "2007.01282"]  # DistilBERT (5 pages), Fusion-in-Decoder (6 pages)
+MODES = ["bm25", "dense", "hybrid"]
+SCORE_TOLERANCE = 1e-9  # math.sumprod (3.12+) rounds differently from 3.11's sum(map(mul, ...))
+KEYWORD_QUERIES = [
+    "distillation",
+    "knowledge distillation loss",
+    "DistilBERT",
+    "fusion-in-decoder passages",
+    '"exact match"',
+    '"passage retrieval" generative',
+    "year:2021 retrieval",
+    "cat:cs.CL BERT",
+    "id:1910.01108 inference speed",
+    "author:izacard passages",
+    "Naïve Café résumé",
+    "β-VAE α=0.1 GPT-3",
+    "xyzzyqq plugh",
+    "TriviaQA NaturalQuestions",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def runtime_ready():
+    reason = missing_runtime()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def wheel(runtime_ready, tmp_path_factory) -> Path:
+    return build_core_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def site(runtime_ready, tmp_path_factory, mirror_dir) -> Path:
+    tmp = tmp_path_factory.mktemp("pyodide-site")
+    entries = "".join(f'[[paper]]\nid = "{arxiv_id}"\n' for arxiv_id in PAPERS)
+    (tmp / "corpus.toml").write_text(f'[site]\ntitle = "Pyodide parity"\n{entries}', encoding="utf-8")
+    args = [
+        "build",
+        "--corpus",
+        str(tmp / "corpus.toml"),
+        "--out",
+        str(tmp / "site"),
+        "--cache",
+        str(tmp / "cache"),
+    ]
+    assert main([*args, "--mirror", str(mirror_dir), "--offline", "--no-progress"]) == 0
+    return tmp / "site"
+
+
+def dev_queries() -> list[str]:
+    with DEV_QUESTIONS.open(encoding="utf-8") as lines:
+        return [json.loads(line)["query"] for line in lines if line.strip()]
+
+
+def test_the_wheel_holds_only_the_core(wheel):
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert packages == {"readingroom_core"}
+    assert "readingroom_core/engine.py" in names and "readingroom_core/hnsw.py" in names
+
+
+def assert_same_hits(expected: list[dict], got: list[dict], where: str) -> None:
+    assert [hit["doc_id"] for hit in got] == [hit["doc_id"] for hit in expected], where
+    for want, have in zip(expected, got, strict=True):
+        assert have["score"] == pytest.approx(want["score"], abs=SCORE_TOLERANCE, rel=0), where
+        exact = {name: value for name, value in want.items() if name != "score"}
+        assert {name: have[name] for name in exact} == exact, where
+
+
+def test_searches_match_cpython_in_every_mode(site, wheel):
+    queries = [*dev_queries(), *KEYWORD_QUERIES]
+    assert len(queries) >= 30
+    vectors = encode_queries(site, queries)
+    cases = [{"query": query, "vector": vector} for query, vector in zip(queries, vectors, strict=True)]
+    request = {"op": "search", "site": str(site), "cases": cases, "modes": MODES, "k": 10}
+    expected = run_in_cpython(request)
+    got = run_in_pyodide(request, wheel)
+    assert got["python"].startswith("cpython 3.14") and "emscripten" in got["python"]
+    assert len(got["results"]) == len(cases)
+    for case, want, have in zip(cases, expected["results"], got["results"], strict=True):
+        for mode in MODES:
+            assert_same_hits(want[mode], have[mode], f"{mode} {case['query']!r}")
+    # The comparison must have had something to compare: most queries find hits in every mode.
+    found = sum(all(want[mode] for mode in MODES) for want in expected["results"])
+    assert found >= 35
+    assert any(hit["highlights"] for want in expected["results"] for hit in want["bm25"])
+
+
+def varied_strings(count: int, seed: int = 7) -> list[str]:
+    """Hand-picked hard cases, then random mixes of code points from many scripts and symbol blocks."""
+    fixed = [
+        "Hello, world!",
+        "naïve café résumé façade",
+        "Ångström ÅSTRÖM straße ΣΊΣΥΦΟΣ",
+        "ﬁnancial ﬂow ﬀ",
+        "日本語のテキスト処理",
+        "中文分词测试",
+        "한국어 형태소 분석",
+        "Привет, мир",
+        "مرحبا بالعالم",
+        "שלום עולם",
+        "हिन्दी पाठ",
+        "ภาษาไทย",
+        "emoji 😀🚀👩‍👩‍👧 flags 🇫🇷 skin 👍🏽",
+        "∑ᵢ xᵢ² ≤ ∫₀^∞ e^{-x} dx ≈ π/√2",
+        "𝑥 + 𝐖𝐡 = 𝛼 𝟎",
+        "α-β γ_δ ε→ζ",
+        "[CLS] keep [SEP] [MASK] [cls] [UNK][PAD]",
+        "e\u0301 a\u0308 n\u0303",
+        "zero\u200bwidth\u200djoiner\ufeffbom",
+        "tabs\tand\nnewlines\r\n",
+        "\x00\x01control\x7f",
+        "GPT-3.5-turbo",
+        "arXiv:2005.11401v2",
+        "https://example.org/a?b=c&d=e",
+        "x" * 150,
+        "supercalifragilisticexpialidocious",
+        "  ",
+        "",
+        "ǅungla ǈudevit",
+        "İstanbul ıi",
+        "ꙮ",
+        "\U000e0001tag",
+        "\U0010fffd private",
+        "⁰¹²³ ½ ¾",
+    ]
+    blocks = [
+        (0x20, 0x7E),
+        (0xA0, 0x24F),
+        (0x300, 0x36F),
+        (0x370, 0x3FF),
+        (0x400, 0x4FF),
+        (0x590, 0x6FF),
+        (0x900, 0x97F),
+        (0xE00, 0xE7F),
+        (0x1100, 0x11FF),
+        (0x2000, 0x206F),
+        (0x2190, 0x22FF),
+        (0x3000, 0x30FF),
+        (0x4E00, 0x4FFF),
+        (0xAC00, 0xAD00),
+        (0xFB00, 0xFB4F),
+        (0xFE00, 0xFE0F),
+        (0xFF00, 0xFFEF),
+        (0x1D400, 0x1D7FF),
+        (0x1F300, 0x1FAFF),
+        (0x2FFFE, 0x30010),
+        (0xE0000, 0xE007F),
+    ]
+    rng = random.Random(seed)
+    mixed = []
+    while len(fixed) + len(mixed) < count:
+        pieces = []
+        for _ in range(rng.randint(1, 8)):
+            first, last = rng.choice(blocks)
+            pieces.append("".join(chr(rng.randint(first, last)) for _ in range(rng.randint(1, 12))))
+        mixed.append(rng.choice([" ", "", "-", ". "]).join(pieces))
+    return fixed + mixed
+
+
+def test_wordpiece_ids_match_cpython(site, wheel):
+    manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
+    texts = varied_strings(400)
+    request = {
+        "op": "tokenize",
+        "vocab": str(site / manifest["files"]["vocab"]),
+        "char_classes": str(site / manifest["files"]["char_classes"]),
+        "texts": texts,
+    }
+    expected = run_in_cpython(request)["ids"]
+    got = run_in_pyodide(request, wheel)["ids"]
+    mismatches = [text for text, want, have in zip(texts, expected, got, strict=True) if want != have]
+    assert not mismatches, f"{len(mismatches)} strings tokenize differently, e.g. {mismatches[:3]!r}"
+    assert sum(len(ids) for ids in expected) > 10 * len(texts)
