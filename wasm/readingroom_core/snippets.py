@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from readingroom_core.analysis import analyze
 
@@ -33,18 +34,20 @@ class _Match:
     terms: frozenset[str]
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> frozenset[str]:
+    """Analysing every word of every shown hit dominated snippet time in Pyodide; words repeat a lot."""
+    return frozenset(analyze(word))
+
+
 def find_matches(text: str, query_terms: Iterable[str]) -> list[_Match]:
     """Words of `text` whose analysed terms share a term with the query, in text order."""
     wanted = set(query_terms)
     if not wanted:
         return []
     matches = []
-    verdicts: dict[str, frozenset[str]] = {}
     for word in _WORD_RE.finditer(text):
-        key = word.group()
-        shared = verdicts.get(key)
-        if shared is None:
-            shared = verdicts[key] = frozenset(analyze(key)) & wanted
+        shared = _word_terms(word.group()) & wanted
         if shared:
             matches.append(_Match(word.start(), word.end(), shared))
     return matches
