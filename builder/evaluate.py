@@ -5,10 +5,13 @@ Queries are embedded by the shipped ONNX encoder through onnxruntime and searche
 
 Relevance for dev questions (`{"id", "query", "relevant": [{"arxiv_id", "pages"}]}`):
 - page level: a retrieved chunk is relevant if it comes from a gold paper and its page span covers a
-  gold page; each gold (paper, page) is credited once, to the first chunk that covers it, so recall
-  is the share of gold pages found and a second chunk on an already found page earns nothing;
+  gold page; each gold (paper, page) is credited once, to the first chunk that covers it, so a
+  second chunk on an already found page earns nothing;
 - paper level: the ranked chunks become a ranked list of papers (first occurrence), and a paper is
   relevant if it is a gold paper.
+recall@k is the share of questions with at least one relevant chunk (paper) in the top k, the reading
+of "a chunk counts" that the seed designs' reference figures use; nDCG@10 credits each gold page
+(paper) once against an ideal that finds them all.
 Questions with an empty `relevant` list cannot be answered from the corpus; they are left out of the
 metrics and reported by how confidently the system answered them anyway (top fused score).
 """
@@ -109,7 +112,7 @@ class ModeScores:
 
 def score_ranking(ranked: list[str], relevant: set[str]) -> dict[str, float]:
     qrels = dict.fromkeys(relevant, 1)
-    scores = {f"recall@{k}": metrics.recall_at_k(ranked, qrels, k) for k in CUTOFFS}
+    scores = {f"recall@{k}": metrics.success_at_k(ranked, qrels, k) for k in CUTOFFS}
     scores["mrr"] = metrics.mrr_at_k(ranked, qrels, max(CUTOFFS))
     scores["ndcg@10"] = metrics.ndcg_at_k(ranked, qrels, 10)
     return scores

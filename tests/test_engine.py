@@ -479,7 +479,8 @@ def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkey
     )
     assert len(exact) == 5 and {hit.arxiv_id for hit in exact} <= {"2210.00404", "2303.00505"}
     assert [hit.doc_id for hit in fetched] == [hit.doc_id for hit in exact]
-    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact])
+    # the graph walk scores a query rounded to 15-bit integers (cosine error <= 5e-6, see hnsw.py)
+    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact], abs=1e-5)
 
 
 def test_modes(engine, encoder):
