@@ -113,14 +113,20 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     onnx = np.array(OnnxQueryEncoder.from_site(site, manifest).encode(texts))
     st = embed.encode(embed.load_model(resolve_model_dir(loaded.settings.model)), texts)
 
-    def exact(query, k=20):
-        return list(np.argsort(-(vectors @ query), kind="stable")[:k])
+    def exact(query, k=20, matrix=vectors):
+        return list(np.argsort(-(matrix @ query), kind="stable")[:k])
 
     ef = manifest["index"]["expansion_search"]
     f32 = np.mean([page_ndcg(exact(q), rows, question) for q, question in zip(onnx, questions, strict=True)])
     hnsw = np.mean(
         [
             page_ndcg([key for key, _ in index.search(list(q), 20, ef)], rows, question)
+            for q, question in zip(onnx, questions, strict=True)
+        ]
+    )
+    int8 = np.mean(
+        [
+            page_ndcg(exact(q, matrix=stored), rows, question)
             for q, question in zip(onnx, questions, strict=True)
         ]
     )
@@ -131,6 +137,8 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     return {
         "dev_questions": len(questions),
         "ndcg@10_exact_f32": round(float(f32), 4),
+        "ndcg@10_int8_exact": round(float(int8), 4),
+        "ndcg_ratio_int8_exact_vs_f32": round(float(int8 / f32), 4),
         "ndcg@10_int8_hnsw": round(float(hnsw), 4),
         "ndcg_ratio_int8_hnsw_vs_f32": round(float(hnsw / f32), 4),
         "ndcg@10_exact_f32_sentence_transformers_queries": round(float(with_st), 4),
