@@ -21,8 +21,9 @@ import numpy as np
 from tqdm import tqdm
 
 from builder import chunk, config, embed, encoder, fetch, index, manifest, parse, postings, store
-from builder.models import Chunk, Failure, FetchedPaper, PaperMeta, ParsedPaper
+from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
+from builder.render import render_site
 from builder.report import BuildReport, FlaggedPage, write_report
 
 
@@ -326,7 +327,7 @@ def update_lock(options: BuildOptions, papers: list[IngestedPaper]) -> None:
     path = config.lock_path_for(options.corpus_path)
     entries = config.load_lock(path)
     for paper in papers:
-        entries[paper.meta.arxiv_id] = fetch.LockEntry(paper.meta.version, paper.fetched.pdf_sha256)
+        entries[paper.meta.arxiv_id] = LockEntry(paper.meta.version, paper.fetched.pdf_sha256)
     config.write_lock(path, entries)
 
 
@@ -344,7 +345,11 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     if result.papers:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
-        write_site_data(options.out_dir, result.papers, vectors, identity, corpus, options, result.report)
+        site = write_site_data(
+            options.out_dir, result.papers, vectors, identity, corpus, options, result.report
+        )
+        with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/render.py)
+            render_site(options.out_dir, site, corpus.settings, result.report)
         update_lock(options, result.papers)
     write_report(options.out_dir, result.report)
     return result.report, exit_code(result.report, options.strict)
