@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from builder import __version__, config, fetch
+from builder.beir import add_beir_command, run_beir_command
 from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
 
 DESCRIPTION = """\
@@ -20,6 +21,7 @@ Typical use:
   python -m builder build --mirror DIR         take PDFs from a local arXiv mirror (no network)
   python -m builder add 2005.11401 --tag rag   put a paper on the reading list
   python -m builder stats                      what the last build produced, and what failed
+  python -m builder serve                      try the built site at http://127.0.0.1:8000/
 """
 
 
@@ -142,12 +144,40 @@ def make_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
 
+    add_beir_command(commands)
+
     stats = commands.add_parser(
         "stats", help="papers, pages, chunks, tokens, flagged pages and failures of the last build"
     )
     stats.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
+    _serve_args(commands)
     return parser
+
+
+def _serve_args(commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve the built site on 127.0.0.1 under its base_url (to try it in a browser)",
+        description="A local static server with the MIME types the browser runtime needs (.wasm, .mjs).",
+    )
+    serve.add_argument("--site", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
+    serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default: 8000)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from builder.serve import base_url_of, make_server
+
+    server = make_server(args.site, args.port)
+    host, port = server.server_address[:2]
+    print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
 
 
 def _mirror(args: argparse.Namespace) -> Path | None:
@@ -352,6 +382,8 @@ COMMANDS = {
     "stats": cmd_stats,
     "query": cmd_query,
     "eval": cmd_eval,
+    "serve": cmd_serve,
+    "eval-beir": run_beir_command,
 }
 
 
