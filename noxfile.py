@@ -24,7 +24,10 @@ def install(session: nox.Session, extras: str = "") -> None:
 def install_browser_runtimes(session: nox.Session) -> None:
     """Pyodide and onnxruntime-web, pinned by wasm/package-lock.json (Node runs the core in Pyodide)."""
     if shutil.which("npm") is None:
-        session.warn("npm not found: the Pyodide parity tests will be skipped (apt-get install nodejs npm)")
+        session.warn(
+            "npm not found: builds cannot ship the browser runtime and the Pyodide tests are skipped; "
+            "apt-get install nodejs npm"
+        )
         return
     session.run("npm", "ci", "--prefix", "wasm", "--no-audit", "--no-fund", external=True)
 
@@ -41,6 +44,7 @@ def tests(session: nox.Session) -> None:
 def build(session: nox.Session) -> None:
     """Build the site from corpus/readingroom.toml into site/ (uses ../shared/arxiv-mirror when present)."""
     install(session)
+    install_browser_runtimes(session)
     args = ["python", "-m", "builder", "build", *session.posargs]
     if MIRROR.is_dir() and "--mirror" not in session.posargs:
         args += ["--mirror", str(MIRROR)]
@@ -63,7 +67,9 @@ def bench(session: nox.Session) -> None:
     questions = str(SHARED / "eval" / "dev-questions.jsonl")
     session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions, env=OFFLINE_ENV)
     session.run("python", "scripts/bench_core.py", "--site", site, env=OFFLINE_ENV)
-    beir = [arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))]
+    beir = [
+        arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
+    ]
     session.run("python", "scripts/bench_beir.py", *beir, env=OFFLINE_ENV)
 
 

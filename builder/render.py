@@ -1,0 +1,251 @@
+"""Render the site's HTML pages and copy the browser runtime next to the data files.
+
+Everything here reads the already-written site (manifest + papers file + vectors), so a site can be
+re-rendered without re-embedding. Pages are jinja2 templates with autoescape on: titles, abstracts and
+notes come from arXiv and the reading list and are treated as untrusted. Every internal link starts
+with the site's `base_url`, so a site built for "/my-list/" works under that prefix (GitHub Pages).
+
+Runtime files are content-hashed (`app.<hash>.js`), except Pyodide, which loads its own files by their
+original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`.
+The manifest gets a `runtime` section naming them by role, with its own `artifacts` list (path, size,
+sha256 of every copied file), apart from the data files' `artifacts`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+import zipfile
+from dataclasses import asdict
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from builder import manifest as manifest_io
+from builder.models import Settings
+from builder.paths import REPO_ROOT
+from builder.pyodide import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
+from builder.report import BuildReport
+from builder.store import Artifact, safe_stem, write_hashed
+from readingroom_core.hnsw import UsearchFile
+
+TEMPLATES_DIR = REPO_ROOT / "site_templates"
+RUNTIME_SOURCES = WASM_DIR / "runtime"
+ORT_PACKAGE = WASM_DIR / "node_modules" / "onnxruntime-web"
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
+# ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
+ORT_FILES = {
+    "ort": "ort.wasm.min.mjs",
+    "ort_glue": "ort-wasm-simd-threaded.mjs",
+    "ort_wasm": "ort-wasm-simd-threaded.wasm",
+}
+OWN_RUNTIME = {"app": "app.js", "worker": "worker.js", "corpus_js": "corpus.js", "css": "style.css"}
+RENDERED_DIRS = ("runtime", "papers", "corpus", "about")
+RELATED_COUNT = 5
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
+
+
+def render_site(out_dir: Path, manifest: dict, settings: Settings, report: BuildReport) -> list[Artifact]:
+    """Write index, paper, corpus and about pages plus the runtime; update the manifest; return the
+    runtime artifacts."""
+    out_dir = Path(out_dir)
+    for name in RENDERED_DIRS:  # hashed names change build to build; these folders are ours alone
+        shutil.rmtree(out_dir / name, ignore_errors=True)
+    runtime, artifacts = copy_runtime(out_dir)
+    runtime["artifacts"] = [asdict(a) for a in sorted(artifacts, key=lambda a: a.path)]
+    manifest["runtime"] = runtime
+    manifest_io.write_manifest(out_dir, manifest)
+    papers = json.loads((out_dir / manifest["files"]["papers"]).read_text(encoding="utf-8"))["papers"]
+    related = related_papers(out_dir / manifest["files"]["vectors"], papers)
+    pages = SitePages(out_dir, manifest, settings, report, papers)
+    pages.write_all(related)
+    return artifacts
+
+
+# --- runtime -----------------------------------------------------------------------------------------
+
+
+def package_version(package_dir: Path) -> str:
+    package_json = package_dir / "package.json"
+    if not package_json.exists():
+        raise FileNotFoundError(
+            f"{package_dir} is missing; run `npm ci --prefix wasm` to install the runtime"
+        )
+    return json.loads(package_json.read_text(encoding="utf-8"))["version"]
+
+
+def copy_runtime(out_dir: Path) -> tuple[dict, list[Artifact]]:
+    """Copy our JS/CSS, the core wheel, ORT Web and Pyodide; return (roles -> paths, artifacts)."""
+    runtime: dict = {}
+    artifacts: list[Artifact] = []
+
+    def add(role: str, artifact: Artifact) -> None:
+        runtime[role] = artifact.path
+        artifacts.append(artifact)
+
+    for role, name in OWN_RUNTIME.items():
+        add(role, copy_hashed(out_dir, RUNTIME_SOURCES / name))
+    for role, name in ORT_FILES.items():
+        add(role, copy_hashed(out_dir, ORT_PACKAGE / "dist" / name))
+    with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
+        wheel = build_core_wheel(Path(scratch))
+        stem = wheel.name.removesuffix(".whl")
+        add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", reproducible_zip(wheel)))
+    version = package_version(PYODIDE_PACKAGE)
+    folder = f"runtime/pyodide-{version}"
+    for name in PYODIDE_FILES:
+        artifacts.append(write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes()))
+    runtime["pyodide"] = folder + "/"
+    runtime["versions"] = {"pyodide": version, "onnxruntime-web": package_version(ORT_PACKAGE)}
+    return runtime, artifacts
+
+
+def reproducible_zip(path: Path) -> bytes:
+    """The archive with every entry's timestamp fixed, so the same sources give the same hashed name."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(buffer, "w") as target:
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=ZIP_EPOCH)
+            fixed.external_attr = info.external_attr
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(fixed, source.read(info))
+    return buffer.getvalue()
+
+
+def copy_hashed(out_dir: Path, source: Path) -> Artifact:
+    """`runtime/<stem>.<hash12><suffix>`; for `ort.wasm.min.mjs` the stem is `ort.wasm.min`."""
+    stem, _, suffix = source.name.rpartition(".")
+    return write_hashed(out_dir, "runtime", stem, "." + suffix, source.read_bytes())
+
+
+def write_plain(out_dir: Path, relative: str, data: bytes) -> Artifact:
+    path = out_dir / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return Artifact(relative, len(data), hashlib.sha256(data).hexdigest())
+
+
+# --- related papers ----------------------------------------------------------------------------------
+
+
+def related_papers(vectors_path: Path, papers: list[dict], count: int = RELATED_COUNT) -> dict[str, list]:
+    """For each paper id, the `count` papers whose mean chunk vector is closest: [(paper, cosine)]."""
+    if len(papers) < 2:
+        return {paper["id"]: [] for paper in papers}
+    data = vectors_path.read_bytes()
+    index = UsearchFile.from_bytes(data)  # checks the format and gives the key of each row
+    rows = np.frombuffer(data, dtype=np.int8, count=index.size * index.dimensions, offset=8).reshape(
+        index.size, index.dimensions
+    )
+    by_key = np.empty_like(rows)
+    by_key[np.array(index.keys, dtype=np.int64)] = rows  # keys are doc ids
+    units = by_key.astype(np.float32)
+    units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
+    means = np.stack([units[first : first + n].mean(axis=0) for first, n in (p["chunks"] for p in papers)])
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+    similarity = means @ means.T
+    np.fill_diagonal(similarity, -np.inf)
+    related = {}
+    for row, paper in enumerate(papers):
+        order = np.argsort(-similarity[row], kind="stable")[: min(count, len(papers) - 1)]
+        related[paper["id"]] = [(papers[i], float(similarity[row, i])) for i in order]
+    return related
+
+
+# --- pages -------------------------------------------------------------------------------------------
+
+
+def make_environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,  # every template: paper metadata is untrusted
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def paper_dir(arxiv_id: str) -> str:
+    return f"papers/{safe_stem(arxiv_id)}/"
+
+
+def facets(papers: list[dict]) -> dict[str, list]:
+    years = sorted({p["year"] for p in papers if p.get("year")})
+    return {
+        "years": years,
+        "categories": sorted({c for p in papers for c in p.get("categories", ())}),
+        "tags": sorted({t for p in papers for t in p.get("tags", ())}),
+    }
+
+
+def script_json(data) -> str:
+    """JSON safe inside <script type="application/json">: no '</script>' or '<!--' can be formed."""
+    return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+class SitePages:
+    """The site's HTML pages (search, corpus, about, one per paper), rendered with one shared context."""
+
+    def __init__(self, out_dir: Path, manifest: dict, settings: Settings, report: BuildReport, papers):
+        self.out_dir = out_dir
+        self.manifest = manifest
+        self.papers = papers
+        self.env = make_environment()
+        base = manifest["base_url"]
+        runtime = manifest["runtime"]
+        self.common = {
+            "base": base,
+            "site_title": manifest["title"],
+            "description": settings.description,
+            "css": base + runtime["css"],
+            "scripts": {"app": base + runtime["app"], "corpus": base + runtime["corpus_js"]},
+            "manifest": manifest,
+            "report": report,
+            "facets": facets(papers),
+            "paper_dir": paper_dir,
+        }
+
+    def write_all(self, related: dict[str, list]) -> None:
+        self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
+        newest_first = sorted(
+            self.papers, key=lambda p: p.get("published") or p.get("updated") or "", reverse=True
+        )
+        self.write("corpus/index.html", "corpus.html", page="corpus", papers=newest_first)
+        self.write("about/index.html", "about.html", page="about")
+        for paper in self.papers:
+            self.write(
+                paper_dir(paper["id"]) + "index.html",
+                "paper.html",
+                page="paper",
+                paper=paper,
+                related=related.get(paper["id"], []),
+            )
+
+    def app_config(self) -> dict:
+        """What the search page's script needs: every URL under base_url, and the paper index for display."""
+        base, runtime = self.manifest["base_url"], self.manifest["runtime"]
+        return {
+            "base": base,
+            "manifest": base + manifest_io.MANIFEST_FILE,
+            "worker": base + runtime["worker"],
+            "wheel": base + runtime["wheel"],
+            "pyodide": base + runtime["pyodide"],
+            "ort": base + runtime["ort"],
+            "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
+        }
+
+    def write(self, relative: str, template: str, **context) -> None:
+        html = self.env.get_template(template).render(**self.common, **context)
+        path = self.out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")

@@ -1,0 +1,102 @@
+"""`python -m builder serve`: the built site on 127.0.0.1, under its base_url, as a static host serves it.
+
+The site's links all start with base_url ("/my-list/" on a GitHub Pages project site), so the server
+mounts the folder at that prefix and redirects "/" there. Content-hashed files and the versioned
+Pyodide folder are cached for good; pages and manifest.json are revalidated on every load.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import threading
+from functools import partial
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+MIME_TYPES = {
+    ".wasm": "application/wasm",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".onnx": "application/octet-stream",
+    ".usearch": "application/octet-stream",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".txt": "text/plain; charset=utf-8",
+    ".css": "text/css",
+    ".html": "text/html; charset=utf-8",
+}
+HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+$")
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def base_url_of(site_dir: Path) -> str:
+    manifest = Path(site_dir) / "manifest.json"
+    if not manifest.exists():
+        raise FileNotFoundError(
+            f"{manifest} does not exist: build the site first (`python -m builder build`)"
+        )
+    return json.loads(manifest.read_text(encoding="utf-8")).get("base_url", "/")
+
+
+class SiteHandler(SimpleHTTPRequestHandler):
+    """Serves `directory` at `base_url`; anything outside the prefix is a 404 (or a redirect for "/")."""
+
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+
+    def __init__(self, *args, base_url: str, quiet: bool, **kwargs):
+        self.base_url = base_url
+        self.quiet = quiet
+        super().__init__(*args, **kwargs)
+
+    def send_head(self):
+        path = urlsplit(self.path).path
+        if path == "/" and self.base_url != "/":
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", self.base_url)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if not path.startswith(self.base_url) and path + "/" != self.base_url:
+            self.send_error(HTTPStatus.NOT_FOUND, f"outside the site's base_url {self.base_url}")
+            return None
+        return super().send_head()
+
+    def translate_path(self, path: str) -> str:
+        path = unquote(urlsplit(path).path)
+        inside = path[len(self.base_url) :] if path.startswith(self.base_url) else ""
+        return super().translate_path("/" + inside)
+
+    def end_headers(self):
+        self.send_header("Cache-Control", self.cache_policy(urlsplit(self.path).path))
+        super().end_headers()
+
+    def cache_policy(self, path: str) -> str:
+        name = posixpath.basename(path)
+        if HASHED_NAME.search(name) or "/runtime/pyodide-" in path:
+            return IMMUTABLE
+        return "no-cache"
+
+    def log_message(self, format, *args):
+        if not self.quiet:
+            super().log_message(format, *args)
+
+
+def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> ThreadingHTTPServer:
+    """A server bound to 127.0.0.1 (port 0 picks a free one: see `server.server_address`)."""
+    handler = partial(
+        SiteHandler, directory=str(Path(site_dir).resolve()), base_url=base_url_of(site_dir), quiet=quiet
+    )
+    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def serve_in_thread(site_dir: Path, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+    """Start a quiet server in a daemon thread; return it and the site's URL. Call `.shutdown()` to stop."""
+    server = make_server(site_dir, port, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, bound_port = server.server_address[:2]
+    return server, f"http://{host}:{bound_port}{base_url_of(site_dir)}"

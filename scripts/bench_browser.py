@@ -1,0 +1,167 @@
+"""Time the built site in Debian chromium: first keyword and semantic result, cold and from the HTTP cache.
+
+    python scripts/bench_browser.py --site site [--questions ../shared/eval/dev-questions.jsonl]
+
+The site is served on 127.0.0.1 by `builder.serve` (no compression: bytes are what a host without
+gzip sends). A fresh profile is cold; the second page load in it uses the (disk) HTTP cache.
+Times are from navigation start (the page's performance clock): "keyword" is when the first result of
+the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
+as soon as semantic search is ready. Query latency is timed in the page around readingRoom.search
+("total"), and split into the worker's query embedding ("embed") and search core ("search") time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+from builder.paths import DEV_QUESTIONS
+from builder.serve import serve_in_thread
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 120_000
+FIRST_QUERY = "How many predicted queries does doc2query append"
+# Records when the first result shows, on the page's own clock (0 = navigation start).
+FIRST_HIT_PROBE = """
+new MutationObserver((_, observer) => {
+  if (document.querySelector('#results .hit')) {
+    window.firstHitMs = performance.now();
+    observer.disconnect();
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+SEMANTIC_TIMING = """async (query) => {
+  await window.readingRoom.semanticReady;
+  const readyMs = performance.now();
+  const hits = await window.readingRoom.search(query, {k: 10});
+  return {ready_ms: readyMs, first_result_ms: performance.now(), hits: hits.length};
+}"""
+LATENCY = """async ([queries, mode]) => {
+  const times = {total: [], embed: [], search: []};
+  for (const query of queries) {
+    const started = performance.now();
+    await window.readingRoom.search(query, {k: 10, mode});
+    times.total.push(performance.now() - started);
+    const worker = window.readingRoom.status().last_search;
+    times.embed.push(worker.embed_ms);
+    times.search.push(worker.search_ms);
+  }
+  return times;
+}"""
+
+
+def kind_of(url: str) -> str:
+    path = urlsplit(url).path
+    for marker, kind in (
+        ("/runtime/pyodide-", "pyodide"),
+        ("/runtime/ort", "onnxruntime-web"),
+        ("/model/", "model"),
+        ("/data/vectors", "vectors"),
+        ("/data/text/", "passage text"),
+        ("/data/", "index data"),
+        (".whl", "core wheel"),
+        ("/runtime/", "site js/css"),
+    ):
+        if marker in path:
+            return kind
+    return "pages + manifest"
+
+
+class Transfers:
+    """Bytes received per kind of file (headers + body as sent), from every finished request."""
+
+    def __init__(self, page):
+        self.by_kind: dict[str, int] = {}
+        self.foreign: list[str] = []
+        page.on("requestfinished", self._finished)
+
+    def _finished(self, request):
+        if urlsplit(request.url).hostname not in ("127.0.0.1", "localhost"):
+            self.foreign.append(request.url)
+        sizes = request.sizes()
+        size = sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        self.by_kind[kind_of(request.url)] = self.by_kind.get(kind_of(request.url), 0) + size
+
+
+def load(page, url: str) -> dict:
+    transfers = Transfers(page)
+    page.goto(f"{url}?q={quote(FIRST_QUERY)}")
+    page.wait_for_function("window.firstHitMs !== undefined")
+    keyword_ms = page.evaluate("window.firstHitMs")
+    semantic = page.evaluate(SEMANTIC_TIMING, FIRST_QUERY)
+    page.wait_for_load_state("networkidle")
+    return {
+        "first_keyword_result_s": round(keyword_ms / 1000, 2),
+        "semantic_ready_s": round(semantic["ready_ms"] / 1000, 2),
+        "first_semantic_result_s": round(semantic["first_result_ms"] / 1000, 2),
+        "bytes_by_kind": dict(sorted(transfers.by_kind.items())),
+        "bytes_total": sum(transfers.by_kind.values()),
+        "foreign_requests": transfers.foreign,
+    }
+
+
+def percentiles(times: list[float]) -> dict:
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered), 1), "p95_ms": round(p95, 1), "n": len(ordered)}
+
+
+def run(site: Path, questions: list[str]) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    server, url = serve_in_thread(site)
+    try:
+        with sync_playwright() as playwright, tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
+            # A persistent profile has a disk cache, as a visitor's browser does (an incognito context
+            # keeps only small responses in memory).
+            context = playwright.chromium.launch_persistent_context(
+                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS
+            )
+            context.add_init_script(FIRST_HIT_PROBE)
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            result = {"url": url, "cold": load(page, url), "warm_http_cache": load(page, url)}
+            page.evaluate(LATENCY, [questions[:3], "hybrid"])  # warm-up: first text files, JIT
+            result["query_latency"] = {
+                mode: {
+                    part: percentiles(times)
+                    for part, times in page.evaluate(LATENCY, [questions, mode]).items()
+                }
+                for mode in ("bm25", "hybrid")
+            }
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--site", type=Path, required=True, help="a built site folder")
+    parser.add_argument("--questions", type=Path, default=DEV_QUESTIONS, help="JSONL with a 'query' per line")
+    args = parser.parse_args(argv)
+    lines = args.questions.read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line)["query"] for line in lines if line.strip()]
+    print(json.dumps(run(args.site, questions), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""The rendered pages and the copied runtime: escaping, base_url links, manifest entries, the local server."""
+
+import hashlib
+import json
+import shutil
+import urllib.error
+import urllib.request
+from email.message import Message
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from builder.manifest import read_manifest
+from builder.models import Settings
+from builder.pyodide import missing_runtime
+from builder.render import render_site
+from builder.report import BuildReport
+from builder.serve import serve_in_thread
+
+pytestmark = pytest.mark.mirror
+
+HOSTILE_TITLE = '<script>alert("title")</script> & Co'
+HOSTILE_NOTE = '<img src=x onerror="alert(1)">'
+BASE = "/sub/path/"
+
+
+@pytest.fixture(scope="module")
+def hostile_site(built_sites, tmp_path_factory) -> Path:
+    """The second test site re-rendered under a sub-path, with markup in a title, author and note."""
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    site = tmp_path_factory.mktemp("render") / "site"
+    shutil.copytree(built_sites.second, site)
+    manifest = read_manifest(site)
+    manifest["base_url"] = BASE
+    papers_path = site / manifest["files"]["papers"]
+    data = json.loads(papers_path.read_text(encoding="utf-8"))
+    first = data["papers"][0]
+    first.update(title=HOSTILE_TITLE, note=HOSTILE_NOTE, authors=["</p><b>Mallory</b>", *first["authors"]])
+    papers_path.write_text(json.dumps(data), encoding="utf-8")
+    render_site(site, manifest, Settings(title="t", base_url=BASE, description="<i>d</i>"), BuildReport())
+    return site
+
+
+class LinkCollector(HTMLParser):
+    """Every href/src in a page, and the text of <script> elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs):
+        self._in_script = tag == "script"
+        self.links += [value for name, value in attrs if name in ("href", "src") and value is not None]
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script and data.strip():
+            self.scripts.append(data)
+
+
+def collect(path: Path) -> LinkCollector:
+    parser = LinkCollector()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def html_pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_build_renders_every_page(built_sites):
+    site = built_sites.second
+    manifest = read_manifest(site)
+    for page in ("index.html", "corpus/index.html", "about/index.html"):
+        assert (site / page).is_file(), page
+    for paper in ("1904.08375", "2412.19048", "2305.13245", "1410.3831"):
+        html = (site / "papers" / paper / "index.html").read_text(encoding="utf-8")
+        assert f"https://arxiv.org/abs/{paper}" in html
+        assert f"https://arxiv.org/pdf/{paper}" in html
+    assert manifest["counts"]["papers"] == 4
+
+
+def test_untrusted_text_is_escaped(hostile_site):
+    html = (hostile_site / "papers" / "1904.08375" / "index.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; &amp; Co" in html
+    assert "<script>alert" not in html
+    assert "&lt;img src=x onerror=" in html and "<img" not in html
+    assert "&lt;/p&gt;&lt;b&gt;Mallory&lt;/b&gt;" in html
+    assert collect(hostile_site / "papers" / "1904.08375" / "index.html").scripts == []
+    corpus = (hostile_site / "corpus" / "index.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in corpus and "&lt;script&gt;alert" in corpus
+    assert "<i>d</i>" not in (hostile_site / "about" / "index.html").read_text(encoding="utf-8")
+
+
+def test_internal_links_start_with_base_url(hostile_site):
+    for page in html_pages(hostile_site):
+        for link in collect(page).links:
+            if link.startswith(("https://arxiv.org/", "data:", "#")):  # external, inline, in-page
+                continue
+            assert link.startswith(BASE), f"{page.relative_to(hostile_site)}: {link}"
+            target = hostile_site / link[len(BASE) :].split("?")[0].split("#")[0]
+            assert target.exists(), f"{page.relative_to(hostile_site)} links to missing {link}"
+
+
+def test_search_page_config_names_files_under_base_url(hostile_site):
+    (config,) = collect(hostile_site / "index.html").scripts
+    urls = json.loads(config)
+    flat = [value for value in urls.values() if isinstance(value, str)] + list(urls["ort_wasm"].values())
+    for url in flat:
+        assert url.startswith(BASE), url
+        assert (hostile_site / url[len(BASE) :]).exists(), url
+
+
+def test_runtime_files_are_in_the_manifest(hostile_site):
+    manifest = read_manifest(hostile_site)
+    artifacts = {a["path"]: a for a in manifest["runtime"]["artifacts"]}
+    runtime_files = [p for p in (hostile_site / "runtime").rglob("*") if p.is_file()]
+    assert len(runtime_files) >= 13
+    for path in runtime_files:
+        relative = path.relative_to(hostile_site).as_posix()
+        assert relative in artifacts, relative
+        data = path.read_bytes()
+        assert artifacts[relative]["bytes"] == len(data)
+        assert artifacts[relative]["sha256"] == hashlib.sha256(data).hexdigest()
+    runtime = manifest["runtime"]
+    for role in ("app", "worker", "css", "wheel", "ort", "ort_glue", "ort_wasm"):
+        assert runtime[role] in artifacts, role
+    for name in ("pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
+        assert runtime["pyodide"] + name in artifacts
+
+
+def test_related_papers_exclude_the_paper_itself(hostile_site):
+    for page in (hostile_site / "papers").glob("*/index.html"):
+        links = [link for link in collect(page).links if link.startswith(BASE + "papers/")]
+        assert len(links) == 3, page  # the three other papers
+        assert f"{BASE}papers/{page.parent.name}/" not in links
+
+
+def fetch(url: str) -> tuple[int, Message, bytes]:
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(url) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, b""
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
+    server, url = serve_in_thread(hostile_site)
+    try:
+        assert url.endswith(BASE)
+        root = url[: -len(BASE)]
+        manifest = read_manifest(hostile_site)
+        runtime = manifest["runtime"]
+        expected = {
+            runtime["ort_wasm"]: "application/wasm",
+            runtime["ort"]: "text/javascript",
+            runtime["pyodide"] + "pyodide.mjs": "text/javascript",
+            manifest["files"]["encoder"]: "application/octet-stream",
+            manifest["files"]["papers"]: "application/json",
+            "": "text/html; charset=utf-8",
+        }
+        for path, mime in expected.items():
+            status, headers, _ = fetch(url + path)
+            assert (status, headers["Content-Type"]) == (200, mime), path
+        assert fetch(url + runtime["app"])[1]["Cache-Control"].endswith("immutable")
+        assert fetch(url + "manifest.json")[1]["Cache-Control"] == "no-cache"
+        status, headers, _ = fetch(root + "/")
+        assert (status, headers["Location"]) == (302, BASE)
+        assert fetch(root + "/manifest.json")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_rendering_again_gives_the_same_runtime_files(hostile_site):
+    before = read_manifest(hostile_site)
+    index_before = (hostile_site / "index.html").read_bytes()
+    settings = Settings(title="t", base_url=BASE, description="<i>d</i>")
+    render_site(hostile_site, read_manifest(hostile_site), settings, BuildReport())
+    assert read_manifest(hostile_site)["runtime"] == before["runtime"]  # the core wheel too (fixed zip times)
+    assert (hostile_site / "index.html").read_bytes() == index_before

@@ -1,0 +1,204 @@
+"""The built site in Debian chromium: search in the browser, from the site's own origin, under a sub-path.
+
+One site (the four test papers, base_url "/sub/path/") is built and served on 127.0.0.1. Every page a
+test opens is watched: a request to any other host, a console error or an uncaught exception fails it.
+"""
+
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
+
+from builder.pyodide import missing_runtime
+from builder.serve import serve_in_thread
+
+pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+BASE = "/sub/path/"
+LOOPBACK = {"127.0.0.1", "localhost"}
+LOAD_TIMEOUT_MS = 90_000
+DOC2QUERY = "1904.08375"
+RG_PAPER = ADDED_PAPER  # 1410.3831, the renormalization-group paper
+KEYWORD_QUESTION = "How many predicted queries does doc2query append"
+# Shares no indexed term with the four papers (checked below in bm25 mode); only meaning links it to RG.
+PARAPHRASE = "thermodynamics of perceptrons"
+
+
+@pytest.fixture(scope="module")
+def site_url(built_sites, tmp_path_factory, mirror_dir):
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    root = tmp_path_factory.mktemp("browser-site")
+    entries = "\n".join(
+        f'[[paper]]\nid = "{arxiv_id}"\ntags = ["t{n % 2}"]\n'
+        for n, arxiv_id in enumerate((*SMALL_PAPERS, ADDED_PAPER))
+    )
+    corpus = root / "corpus.toml"
+    corpus.write_text(f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8")
+    cache = root / "cache"
+    shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
+    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    server, url = serve_in_thread(root / "site")
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A fresh page with every request host, console error and page error recorded."""
+
+    def __init__(self, browser):
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LOAD_TIMEOUT_MS)
+        self.foreign: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", self._request)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+
+    def _request(self, request):
+        host = urlsplit(request.url).hostname
+        if urlsplit(request.url).scheme not in ("data", "blob") and host not in LOOPBACK:
+            self.foreign.append(request.url)
+
+    def open(self, url: str) -> None:
+        self.page.goto(url)
+        self.page.evaluate("window.readingRoom.ready")
+
+    def search(self, query: str) -> None:
+        """Type a query and submit it, then wait for that query's results (or its 'no passages')."""
+        self.page.fill("#q", query)
+        self.page.press("#q", "Enter")
+        self.page.wait_for_function(
+            "document.querySelector('#results').getAttribute('aria-busy') === 'false'"
+        )
+        self.page.wait_for_selector("#results .message")
+
+    def hits(self) -> list[tuple[str, int]]:
+        return [
+            (hit.get_attribute("data-arxiv-id"), int(hit.get_attribute("data-page")))
+            for hit in self.page.query_selector_all("#results .hit")
+        ]
+
+
+@pytest.fixture
+def watched(browser):
+    view = Watched(browser)
+    yield view
+    view.context.close()
+    assert view.foreign == [], f"requests left the machine: {view.foreign}"
+    assert view.errors == []
+
+
+def test_keyword_query_finds_paper_and_page(site_url, watched):
+    watched.open(site_url)
+    watched.search(KEYWORD_QUESTION)
+    arxiv_id, page = watched.hits()[0]
+    assert arxiv_id == DOC2QUERY and page in (2, 7)  # the gold pages in the dev questions
+    first = watched.page.query_selector("#results .hit")
+    assert first.query_selector("mark") is not None  # highlighted query terms
+    assert (
+        first.query_selector(".pdf-link").get_attribute("href")
+        == f"https://arxiv.org/pdf/{DOC2QUERY}#page={page}"
+    )
+    group_title = watched.page.query_selector("#results .paper-group h2 a")
+    assert group_title.get_attribute("href") == f"{BASE}papers/{DOC2QUERY}/"
+
+
+def test_paraphrase_is_found_by_the_semantic_side(site_url, watched):
+    watched.open(site_url)
+    page = watched.page
+    assert page.evaluate("q => readingRoom.search(q, {mode: 'bm25'})", PARAPHRASE) == []
+    page.evaluate("window.readingRoom.semanticReady")
+    status = page.evaluate("readingRoom.status()")
+    assert status["keyword"] and status["semantic"] and status["bytes"] > 10_000_000
+    watched.search(PARAPHRASE)
+    assert watched.hits()[0][0] == RG_PAPER
+    assert "semantic" in page.inner_text("#results .message")
+
+
+def test_filters_restrict_results(site_url, watched):
+    watched.open(site_url)
+    watched.search("model training data")
+    assert len({arxiv_id for arxiv_id, _ in watched.hits()}) == 4
+    watched.page.select_option("#tag", "t1")  # papers 2 and 4 of the list
+    watched.page.wait_for_url("**tag=t1**")
+    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    tagged = {arxiv_id for arxiv_id, _ in watched.hits()}
+    assert tagged and tagged <= {SMALL_PAPERS[1], ADDED_PAPER}
+    watched.page.select_option("#tag", "")
+    watched.page.select_option("#year-min", "2023")
+    watched.page.wait_for_url("**year_min=2023**")
+    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    recent = {arxiv_id for arxiv_id, _ in watched.hits()}
+    assert recent and recent <= {SMALL_PAPERS[1], SMALL_PAPERS[2]}  # 2412.x and 2305.x
+
+
+def test_query_round_trips_through_the_url_and_history(site_url, watched):
+    watched.open(site_url + "?mode=bm25")  # keyword mode: the same results whether or not semantic loaded
+    watched.search("doc2query")
+    first = watched.hits()
+    assert "q=doc2query" in watched.page.url and "mode=bm25" in watched.page.url and first
+    watched.page.reload()
+    watched.page.wait_for_selector("#results .hit")
+    assert watched.page.input_value("#q") == "doc2query"
+    assert watched.page.input_value("#mode") == "bm25"
+    assert watched.hits() == first
+    watched.search("grouped query attention")
+    assert watched.hits() != first
+    watched.page.go_back()
+    watched.page.wait_for_url("**q=doc2query&mode=bm25")
+    watched.page.wait_for_function("document.querySelector('#q').value === 'doc2query'")
+    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    assert watched.hits() == first
+
+
+def test_keyboard_moves_through_results(site_url, watched):
+    watched.open(site_url)
+    page = watched.page
+    page.click(".site-footer")  # focus away from the search box
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type("doc2query")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#results .hit")
+    hits = watched.hits()
+    active = "[document.activeElement.dataset.arxivId, Number(document.activeElement.dataset.page)]"
+    page.keyboard.press("ArrowDown")
+    assert tuple(page.evaluate(active)) == hits[0]
+    page.keyboard.press("ArrowDown")
+    assert tuple(page.evaluate(active)) == hits[1]
+    page.keyboard.press("ArrowUp")
+    assert tuple(page.evaluate(active)) == hits[0]
+    # Enter follows the hit's PDF link; catch the click so the test never leaves the machine.
+    page.evaluate(
+        """document.addEventListener('click', (event) => {
+             event.preventDefault(); window.openedLink = event.target.href; }, {capture: true})"""
+    )
+    page.keyboard.press("Enter")
+    assert page.evaluate("window.openedLink") == f"https://arxiv.org/pdf/{hits[0][0]}#page={hits[0][1]}"

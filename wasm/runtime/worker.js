@@ -1,0 +1,272 @@
+// The search engine's thread: Pyodide runs the readingroom_core package (keyword search first), then
+// ONNX Runtime Web embeds queries (semantic search). Every file comes from the site's own origin.
+//
+// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters}
+// Messages out: {type: "progress", stage, bytes, kinds}, {type: "ready", which: "keyword"|"semantic"},
+//               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error}
+
+const PYTHON_BRIDGE = `
+import json
+import re
+
+import rr_io
+from readingroom_core import engine as core_engine
+from readingroom_core.engine import Filters, QuerySyntaxError, SearchEngine, SearchOptions
+from readingroom_core.tokenizer import WordPieceTokenizer
+
+manifest = json.loads(rr_io.manifest_text)
+engine = SearchEngine(manifest, lambda path: rr_io.read_sync(path).to_bytes())
+tokenizer = None
+
+
+def load_semantic():
+    """Vectors and tokenizer; the files were fetched (with progress) by the worker already."""
+    global tokenizer
+    engine.load_vectors()
+    files = manifest["files"]
+    tokenizer = WordPieceTokenizer.from_data(
+        rr_io.read_sync(files["vocab"]).to_bytes().decode("utf-8"),
+        json.loads(rr_io.read_sync(files["char_classes"]).to_bytes()),
+        max_length=manifest["encoder"]["max_length"],
+    )
+
+
+def encode_ids(query):
+    """Token ids of the query text the model should see: field filters such as year:2021 removed."""
+    text = core_engine._FIELD_RE.sub(" ", query)
+    text = re.sub(r"\\s+", " ", text).strip()
+    return tokenizer.encode(manifest["model"].get("query_prefix", "") + text) if text else []
+
+
+def _segments(snippet, highlights):
+    """Snippet as [text, marked] runs, so JavaScript never has to map Python string offsets."""
+    runs, at = [], 0
+    for start, end in highlights:
+        if start > at:
+            runs.append([snippet[at:start], False])
+        runs.append([snippet[start:end], True])
+        at = end
+    if at < len(snippet):
+        runs.append([snippet[at:], False])
+    return runs
+
+
+def _filters(data):
+    return Filters(
+        year_min=data.get("year_min"),
+        year_max=data.get("year_max"),
+        categories=tuple(data.get("categories") or ()),
+        tags=tuple(data.get("tags") or ()),
+    )
+
+
+def search(request_json, vector):
+    request = json.loads(request_json)
+    options = SearchOptions(k=request.get("k") or 20, mode=request.get("mode") or "hybrid",
+                            filters=_filters(request.get("filters") or {}))
+    query_vector = None if vector is None else list(vector.to_py())
+    try:
+        hits = engine.search(request["query"], query_vector, options)
+    except (QuerySyntaxError, ValueError) as error:
+        return json.dumps({"error": str(error)})
+    papers = {paper["id"]: paper for paper in engine.papers}
+    return json.dumps({"hits": [
+        {
+            "arxiv_id": hit.arxiv_id,
+            "chunk_id": hit.chunk_id,
+            "title": hit.title,
+            "authors": papers[hit.arxiv_id]["authors"],
+            "year": papers[hit.arxiv_id]["year"],
+            "page_start": hit.page_start,
+            "page_end": hit.page_end,
+            "section": hit.section,
+            "score": hit.score,
+            "ranks": hit.ranks,
+            "text": hit.text,
+            "snippet": _segments(hit.snippet, hit.highlights),
+        }
+        for hit in hits
+    ]})
+`;
+
+const PROGRESS_INTERVAL_MS = 200;
+let config;
+let core; // the Python bridge module's globals
+let ort;
+let session;
+let semanticReady = false;
+let stage = "starting";
+const kinds = {}; // bytes loaded, by kind of file
+const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
+let lastProgress = 0;
+let resolveKeyword;
+const keywordReady = new Promise((resolve) => (resolveKeyword = resolve));
+
+function totalBytes() {
+  return Object.values(kinds).reduce((sum, n) => sum + n, 0);
+}
+
+function reportProgress(force = false) {
+  const now = performance.now();
+  if (!force && now - lastProgress < PROGRESS_INTERVAL_MS) return;
+  lastProgress = now;
+  self.postMessage({ type: "progress", stage, bytes: totalBytes(), kinds: { ...kinds } });
+}
+
+function setStage(text) {
+  stage = text;
+  reportProgress(true);
+}
+
+function count(kind, n) {
+  kinds[kind] = (kinds[kind] || 0) + n;
+  reportProgress();
+}
+
+async function fetchBytes(url, kind) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  const parts = [];
+  let length = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    length += value.length;
+    count(kind, value.length);
+  }
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return bytes;
+}
+
+async function prefetch(path, kind) {
+  prefetched.set(path, await fetchBytes(config.base + path, kind));
+}
+
+// The engine reads lazily (a paper's text when one of its passages is shown) and synchronously, as
+// Python does; a worker may block on a synchronous request, the page never does.
+function readSync(path) {
+  const ahead = prefetched.get(path);
+  if (ahead) {
+    prefetched.delete(path);
+    return ahead;
+  }
+  const request = new XMLHttpRequest();
+  request.open("GET", config.base + path, false);
+  request.responseType = "arraybuffer";
+  request.send();
+  if (request.status !== 200) throw new Error(`${path}: HTTP ${request.status}`);
+  count("text", request.response.byteLength);
+  return new Uint8Array(request.response);
+}
+
+function countResources(prefix, kind) {
+  for (const entry of performance.getEntriesByType("resource")) {
+    if (entry.name.startsWith(prefix)) kinds[kind] = (kinds[kind] || 0) + entry.decodedBodySize;
+  }
+}
+
+async function startPython(wheel) {
+  const pyodideRoot = new URL(config.pyodide, self.location.href).href;
+  const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
+  const pyodide = await loadPyodide({ indexURL: pyodideRoot });
+  countResources(pyodideRoot, "pyodide");
+  const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
+  pyodide.unpackArchive(await wheel, "wheel", { extractDir: sitePackages });
+  pyodide.runPython("import importlib; importlib.invalidate_caches()");
+  return pyodide;
+}
+
+// Python, the core wheel, the manifest and the keyword index all download at once.
+async function startKeyword() {
+  setStage("Loading the Python runtime and the keyword index");
+  const manifestText = fetch(config.manifest, { cache: "no-cache" }).then((response) => response.text());
+  const indexFiles = manifestText.then((text) => {
+    count("data", text.length);
+    const { files } = JSON.parse(text);
+    return Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]);
+  });
+  const [pyodide, text] = await Promise.all([startPython(fetchBytes(config.wheel, "runtime")), manifestText, indexFiles]);
+  setStage("Starting keyword search");
+  pyodide.registerJsModule("rr_io", { manifest_text: text, read_sync: readSync });
+  const namespace = pyodide.globals.get("dict")();
+  pyodide.runPython(PYTHON_BRIDGE, { globals: namespace });
+  core = namespace;
+  resolveKeyword();
+  self.postMessage({ type: "ready", which: "keyword" });
+  return JSON.parse(text);
+}
+
+async function startSemantic(manifest) {
+  setStage("Loading the semantic model and vectors");
+  const { files } = manifest;
+  const [model] = await Promise.all([
+    fetchBytes(config.base + files.encoder, "model"),
+    prefetch(files.vectors, "vectors"),
+    prefetch(files.vocab, "model"),
+    prefetch(files.char_classes, "model"),
+    import(config.ort).then((module) => (ort = module)),
+  ]);
+  countResources(new URL(config.ort, self.location.href).href, "runtime");
+  ort.env.wasm.wasmPaths = config.ort_wasm;
+  ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
+  session = await ort.InferenceSession.create(model, { executionProviders: ["wasm"] });
+  countResources(new URL(config.ort_wasm.wasm, self.location.href).href, "runtime");
+  core.get("load_semantic")();
+  semanticReady = true;
+  setStage("ready");
+  self.postMessage({ type: "ready", which: "semantic" });
+}
+
+async function embed(query) {
+  const ids = core.get("encode_ids")(query).toJs();
+  if (!ids.length) return null;
+  const shape = [1, ids.length];
+  const feeds = {
+    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
+    attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
+  };
+  const outputs = await session.run(feeds);
+  return Array.from(outputs[session.outputNames[0]].data);
+}
+
+async function search({ id, query, k, mode, filters }) {
+  await keywordReady;
+  const wantsVector = semanticReady && mode !== "bm25";
+  if (mode === "dense" && !semanticReady) {
+    return { id, error: "Semantic search is still loading; use keyword or hybrid mode for now." };
+  }
+  const started = performance.now();
+  const vector = wantsVector ? await embed(query) : null;
+  const embedded = performance.now();
+  // undefined reaches Python as None (null would arrive as a JsNull object).
+  const reply = JSON.parse(core.get("search")(JSON.stringify({ query, k, mode, filters }), vector ?? undefined));
+  const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded };
+  return { id, ...reply, semantic: vector !== null, timings };
+}
+
+self.onmessage = async ({ data }) => {
+  if (data.type === "init") {
+    config = data.config;
+    try {
+      const manifest = await startKeyword();
+      await startSemantic(manifest);
+    } catch (error) {
+      self.postMessage({ type: "failed", error: String(error && error.message ? error.message : error), stage });
+    }
+  } else if (data.type === "search") {
+    let reply;
+    try {
+      reply = await search(data);
+    } catch (error) {
+      reply = { id: data.id, error: String(error && error.message ? error.message : error) };
+    }
+    self.postMessage({ type: "result", ...reply });
+  }
+};
