@@ -20,19 +20,10 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from builder.chromium import CHROMIUM, CHROMIUM_ARGS
 from builder.paths import DEV_QUESTIONS
 from builder.serve import serve_in_thread
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TIMEOUT_MS = 120_000
 FIRST_QUERY = "How many predicted queries does doc2query append"
 # Records when the first result shows, on the page's own clock (0 = navigation start).
@@ -129,7 +120,7 @@ def run(site: Path, questions: list[str]) -> dict:
             # A persistent profile has a disk cache, as a visitor's browser does (an incognito context
             # keeps only small responses in memory).
             context = playwright.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS
+                profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
             )
             context.add_init_script(FIRST_HIT_PROBE)
             page = context.new_page()

@@ -5,27 +5,17 @@ test opens is watched: a request to any other host, a console error or an uncaug
 """
 
 import shutil
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
 
+from builder.chromium import CHROMIUM, CHROMIUM_ARGS
 from builder.pyodide import missing_runtime
 from builder.serve import serve_in_thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BASE = "/sub/path/"
 LOOPBACK = {"127.0.0.1", "localhost"}
 LOAD_TIMEOUT_MS = 90_000
