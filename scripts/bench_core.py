@@ -265,7 +265,7 @@ def main() -> int:
         "--sizes", default="20000,100000", help="synthetic site sizes in chunks ('' for none)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="passes over the 30 dev questions (>= 2)")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "readingroom-bench")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "readingroom-bench-core")
     parser.add_argument(
         "--options", type=json.loads, default={}, help="SearchOptions overrides, e.g. '{\"candidates\": 50}'"
     )
