@@ -65,7 +65,10 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), env=OFFLINE_ENV)
     site = str(work / "site")
     questions = str(SHARED / "eval" / "dev-questions.jsonl")
-    session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions, env=OFFLINE_ENV)
+    for questions_file in (questions, "tests/data/questions-extra.jsonl"):
+        session.run(
+            "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, env=OFFLINE_ENV
+        )
     session.run("python", "scripts/bench_core.py", "--site", site, env=OFFLINE_ENV)
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
