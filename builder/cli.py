@@ -325,10 +325,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from builder.evaluate import open_site, query_encoder
-    from readingroom_core.engine import SearchOptions
+    from readingroom_core.engine import SearchOptions, embedding_text
 
     manifest, engine = open_site(args.site)
-    vector = None if args.mode == "bm25" else query_encoder(args.site, manifest).encode([args.text])[0]
+    encoder = None if args.mode == "bm25" else query_encoder(args.site, manifest)
+    vector = encoder.encode([embedding_text(args.text)])[0] if encoder else None
     hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode))
     if args.json:
         rows = [

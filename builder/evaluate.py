@@ -26,7 +26,7 @@ from pathlib import Path
 
 from builder import metrics
 from builder.manifest import read_manifest
-from readingroom_core.engine import Hit, SearchEngine, SearchOptions
+from readingroom_core.engine import Hit, SearchEngine, SearchOptions, embedding_text
 
 MODES = ("hybrid", "bm25", "dense")
 CUTOFFS = (1, 5, 10, 20)
@@ -123,7 +123,7 @@ def evaluate(
 ) -> dict:
     """Metrics per level and mode, averaged over answerable questions."""
     base = options or SearchOptions()
-    vectors = encode([q.query for q in questions])
+    vectors = encode([embedding_text(q.query) for q in questions])
     results = {mode: ModeScores() for mode in MODES}
     depth = max(CUTOFFS)
     for question, vector in zip(questions, vectors, strict=True):

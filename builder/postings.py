@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import FORMAT_VERSION
@@ -45,10 +44,6 @@ def encode_entry(postings: list[tuple[int, int]]) -> list[list[int]]:
 def postings_bytes(data: dict) -> bytes:
     """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-
-
-def write_postings(path: Path, postings: dict) -> None:
-    path.write_bytes(postings_bytes(postings))
 
 
 def shard_postings(postings: dict, max_bytes: int, prefix: str = "postings") -> tuple[dict, dict[str, dict]]:

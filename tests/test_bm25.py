@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from builder.postings import build_postings, encode_entry, postings_bytes, shard_postings, write_postings
+from builder.postings import build_postings, encode_entry, postings_bytes, shard_postings
 from readingroom_core.analysis import analyze, parse_query
 from readingroom_core.bm25 import BM25Index, decode_entry
 
@@ -158,22 +158,18 @@ def test_postings_hold_what_scoring_needs(postings):
     assert decode_entry(postings["t"]["dropout"]) == ([4, 30], [1, 1])
 
 
-def test_json_round_trip_keeps_scores(postings, tmp_path):
-    path = tmp_path / "postings.json"
-    write_postings(path, postings)
-    loaded = json.loads(path.read_bytes())
+def test_json_round_trip_keeps_scores(postings):
+    loaded = json.loads(postings_bytes(postings))
     assert loaded == postings
     for query in QUERIES:
         terms = parse_query(query).terms
         assert BM25Index(loaded).search(terms, k=10) == BM25Index(postings).search(terms, k=10)
 
 
-def test_bytes_are_deterministic_and_compact(tmp_path):
-    first, second = tmp_path / "a.json", tmp_path / "b.json"
-    write_postings(first, build_postings(CORPUS))
-    write_postings(second, build_postings(list(CORPUS)))
-    assert first.read_bytes() == second.read_bytes()
-    text = first.read_text()
+def test_bytes_are_deterministic_and_compact():
+    first = postings_bytes(build_postings(CORPUS))
+    assert first == postings_bytes(build_postings(list(CORPUS)))
+    text = first.decode("ascii")
     assert " " not in text and "\n" not in text
     assert list(json.loads(text)) == sorted(json.loads(text))
 

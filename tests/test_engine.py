@@ -558,3 +558,10 @@ def test_core_imports_only_the_standard_library():
                     outside.add(f"{module.name}: {name}")
     assert not outside
     assert {"engine.py", "fusion.py", "snippets.py"} <= {m.name for m in package_dir.glob("*.py")}
+
+
+def test_the_encoder_reads_the_query_without_its_field_filters():
+    from readingroom_core.engine import embedding_text
+
+    query = 'low-rank  adapters year:2020..2023 author:"van der" cat:cs.CL "exact phrase" id:2106.09685'
+    assert embedding_text(query) == 'low-rank adapters "exact phrase"'

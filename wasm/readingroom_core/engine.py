@@ -149,7 +149,15 @@ def parse_search(query: str) -> tuple[Query, Filters]:
         else:
             values[_LIST_FIELDS[name]].append(value)
     filters = Filters(year_min=year_min, year_max=year_max, **{name: tuple(v) for name, v in values.items()})
-    return parse_query(_FIELD_RE.sub(" ", query)), filters
+    return parse_query(embedding_text(query)), filters
+
+
+def embedding_text(query: str) -> str:
+    """What the query encoder should read: the query without its field filters (year:…, cat:…).
+
+    The browser and the CLI both embed this, so their query vectors agree.
+    """
+    return " ".join(_FIELD_RE.sub(" ", query).split())
 
 
 def _tighter(current: int | None, new: int | None, pick: Callable[[int, int], int]) -> int | None:

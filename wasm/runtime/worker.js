@@ -7,15 +7,14 @@
 
 const PYTHON_BRIDGE = `
 import json
-import re
 
 import rr_io
-from readingroom_core import engine as core_engine
-from readingroom_core.engine import Filters, QuerySyntaxError, SearchEngine, SearchOptions
+from readingroom_core.engine import Filters, QuerySyntaxError, SearchEngine, SearchOptions, embedding_text
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 manifest = json.loads(rr_io.manifest_text)
 engine = SearchEngine(manifest, lambda path: rr_io.read_sync(path).to_bytes())
+papers_by_id = {paper["id"]: paper for paper in engine.papers}
 tokenizer = None
 
 
@@ -33,8 +32,7 @@ def load_semantic():
 
 def encode_ids(query):
     """Token ids of the query text the model should see: field filters such as year:2021 removed."""
-    text = core_engine._FIELD_RE.sub(" ", query)
-    text = re.sub(r"\\s+", " ", text).strip()
+    text = embedding_text(query)
     return tokenizer.encode(manifest["model"].get("query_prefix", "") + text) if text else []
 
 
@@ -69,14 +67,13 @@ def search(request_json, vector):
         hits = engine.search(request["query"], query_vector, options)
     except (QuerySyntaxError, ValueError) as error:
         return json.dumps({"error": str(error)})
-    papers = {paper["id"]: paper for paper in engine.papers}
     return json.dumps({"hits": [
         {
             "arxiv_id": hit.arxiv_id,
             "chunk_id": hit.chunk_id,
             "title": hit.title,
-            "authors": papers[hit.arxiv_id]["authors"],
-            "year": papers[hit.arxiv_id]["year"],
+            "authors": papers_by_id[hit.arxiv_id]["authors"],
+            "year": papers_by_id[hit.arxiv_id]["year"],
             "page_start": hit.page_start,
             "page_end": hit.page_end,
             "section": hit.section,
