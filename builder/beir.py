@@ -352,6 +352,7 @@ def search_options(settings: EvalSettings, mode: str):
         candidates=max(settings.candidates, settings.k + 1),
         per_paper=0,
         per_section=0,
+        per_page=0,
     )
 
 

@@ -186,7 +186,7 @@ def test_keeping_identical_ids_puts_the_query_doc_first(dataset_dir, cache_dir, 
 
 def test_options_turn_diversity_caps_off_and_keep_room_for_the_dropped_self_hit():
     options = search_options(EvalSettings(candidates=50, fusion="rrf"), "hybrid")
-    assert (options.per_paper, options.per_section) == (0, 0)
+    assert (options.per_paper, options.per_section, options.per_page) == (0, 0, 0)
     assert options.k == 101 and options.candidates == 101  # Recall@100 needs at least 100 per retriever
     assert options.fusion == "rrf"
     assert search_options(EvalSettings(ignore_identical_ids=False), "bm25").k == 100

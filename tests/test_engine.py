@@ -403,7 +403,7 @@ def test_hit_fields_come_from_the_site_files(engine):
 
 def test_dense_query_without_shared_keywords_finds_its_passage(engine, encoder):
     target = doc_of(TARGET_OF_DENSE_QUERY)
-    keyword_hits = engine.search(DENSE_QUERY, None, SearchOptions(k=40, per_paper=0, per_section=0))
+    keyword_hits = engine.search(DENSE_QUERY, None, SearchOptions(k=40, per_paper=0, per_section=0, per_page=0))
     assert target not in [hit.doc_id for hit in keyword_hits]
     hits = engine.search(DENSE_QUERY, embed(encoder, DENSE_QUERY), SearchOptions(k=3, mode="dense"))
     assert hits[0].doc_id == target
@@ -413,7 +413,7 @@ def test_dense_query_without_shared_keywords_finds_its_passage(engine, encoder):
 
 
 def test_phrase_must_occur_and_only_candidate_texts_are_read(site, engine):
-    options = SearchOptions(k=20, per_paper=0, per_section=0)
+    options = SearchOptions(k=20, per_paper=0, per_section=0, per_page=0)
     loose = engine.search("low rank adaptation", None, options)
     assert doc_of("We rank passages with low latency") in [hit.doc_id for hit in loose]
     reader = RecordingReader(site[0])
@@ -435,7 +435,7 @@ def test_filters_apply_during_retrieval_not_after_the_cut(engine, encoder, mode)
     # Only 2 candidates per retriever, all from the LoRA paper: a filter applied after the cut would
     # leave nothing, one applied while retrieving finds the best matches among the allowed papers.
     query = "low-rank update of frozen weights"
-    options = SearchOptions(k=2, mode=mode, candidates=2, per_paper=0, per_section=0)
+    options = SearchOptions(k=2, mode=mode, candidates=2, per_paper=0, per_section=0, per_page=0)
     unfiltered = engine.search(query, embed(encoder, query), options)
     assert {hit.arxiv_id for hit in unfiltered} == {"2106.00202"}
     hits = engine.search(f"{query} tag:rag", embed(encoder, query), options)
@@ -458,7 +458,7 @@ def test_filters_apply_during_retrieval_not_after_the_cut(engine, encoder, mode)
     ],
 )
 def test_each_filter_selects_its_papers(engine, encoder, query_filter, options_filter, papers):
-    options = SearchOptions(k=40, per_paper=0, per_section=0, filters=options_filter)
+    options = SearchOptions(k=40, per_paper=0, per_section=0, per_page=0, filters=options_filter)
     query = "model training data"
     hits = engine.search(f"{query} {query_filter}", embed(encoder, query), options)
     assert {hit.arxiv_id for hit in hits} == papers
@@ -467,7 +467,7 @@ def test_each_filter_selects_its_papers(engine, encoder, query_filter, options_f
 def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkeypatch):
     query = "a dual encoder for passage retrieval"
     vector = embed(encoder, query)
-    options = SearchOptions(k=5, mode="dense", per_paper=0, per_section=0, candidates=5)
+    options = SearchOptions(k=5, mode="dense", per_paper=0, per_section=0, per_page=0, candidates=5)
     unfiltered = SearchEngine(site[1], RecordingReader(site[0])).search(query, vector, options)
     assert not {hit.arxiv_id for hit in unfiltered} & {"2210.00404", "2303.00505"}  # the filter must bite
     exact = SearchEngine(site[1], RecordingReader(site[0])).search(
@@ -511,6 +511,16 @@ def test_diversity_caps_apply_to_results(engine):
     assert len(sections) == len(set(sections))
     uncapped = engine.search("low-rank weights update", None, SearchOptions(k=10, per_paper=0, per_section=0))
     assert [hit.arxiv_id for hit in uncapped].count("2106.00202") > 2
+
+
+def test_one_chunk_per_page_by_default(engine):
+    query = "low-rank weights update"
+    hits = engine.search(query, None, SearchOptions(k=20, per_paper=0, per_section=0))
+    cited = [(hit.arxiv_id, page) for hit in hits for page in range(hit.page_start, hit.page_end + 1)]
+    assert len(cited) == len(set(cited))
+    every_chunk = engine.search(query, None, SearchOptions(k=20, per_paper=0, per_section=0, per_page=0))
+    pages = [(hit.arxiv_id, page) for hit in every_chunk for page in range(hit.page_start, hit.page_end + 1)]
+    assert len(pages) > len(set(pages))  # the query does match several chunks of one page
 
 
 def test_results_are_deterministic(site, encoder):

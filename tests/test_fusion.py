@@ -104,12 +104,23 @@ GROUPS = {
     5: ("A", "s2"),
     **{d: ("B", "s1") for d in range(6, 10)},
 }
+# doc id -> pages it spans; each doc has a page of its own unless a test says otherwise.
+OWN_PAGE = {d: range(d, d + 1) for d in range(10)}
 
 
-def _diversify(results, k, per_paper, per_section):
+def _diversify(results, k, per_paper, per_section, per_page=0, pages=OWN_PAGE):
     return [
         r.doc_id
-        for r in diversify(results, k, lambda d: GROUPS[d][0], lambda d: GROUPS[d][1], per_paper, per_section)
+        for r in diversify(
+            results,
+            k,
+            lambda d: GROUPS[d][0],
+            lambda d: GROUPS[d][1],
+            pages.__getitem__,
+            per_paper,
+            per_section,
+            per_page,
+        )
     ]
 
 
@@ -137,3 +148,12 @@ def test_fewer_than_k_when_the_caps_leave_too_few():
 def test_diversity_keeps_order_and_stops_at_k():
     results = _results(6, 0, 7, 4, 8, 1, 9)
     assert _diversify(results, 3, per_paper=2, per_section=2) == [6, 0, 7]
+
+
+def test_page_cap_skips_a_chunk_on_a_page_already_cited():
+    # Paper A: doc 0 spans pages 1-2, doc 1 is on page 2, doc 2 on page 3; paper B's doc 6 is also "page 2".
+    pages = {0: range(1, 3), 1: range(2, 3), 2: range(3, 4), 6: range(2, 3), 7: range(2, 4)}
+    results = _results(0, 1, 6, 2, 7)
+    assert _diversify(results, 5, per_paper=0, per_section=0, per_page=1, pages=pages) == [0, 6, 2]
+    assert _diversify(results, 5, per_paper=0, per_section=0, per_page=2, pages=pages) == [0, 1, 6, 2, 7]
+    assert _diversify(results, 5, per_paper=0, per_section=0, per_page=0, pages=pages) == [0, 1, 6, 2, 7]

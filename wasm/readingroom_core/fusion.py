@@ -90,25 +90,36 @@ def diversify(
     k: int,
     paper_of: Callable[[int], object],
     section_of: Callable[[int], object],
-    per_paper: int = 3,
-    per_section: int = 2,
+    pages_of: Callable[[int], Iterable[int]],
+    per_paper: int = 0,
+    per_section: int = 0,
+    per_page: int = 1,
 ) -> list[Fused]:
-    """The first `k` results, in order, skipping any that would exceed the per-paper or per-(paper,
-    section) cap (0 = no cap), so later results fill the page instead of one paper's neighbouring chunks.
+    """The first `k` results, in order, skipping any that would exceed a cap (0 = no cap): results per
+    paper, per (paper, section), and per (paper, page), where a chunk counts on every page it spans.
+
+    Results are cited by page, so a second chunk on a page already shown (often its overlapping
+    neighbour) tells the reader nothing new; skipping it lets another page or paper in.
     """
     taken: list[Fused] = []
     paper_counts: dict[object, int] = {}
     section_counts: dict[tuple[object, object], int] = {}
+    page_counts: dict[tuple[object, int], int] = {}
     for result in fused:
         if len(taken) >= k:
             break
         paper = paper_of(result.doc_id)
         section = (paper, section_of(result.doc_id))
+        pages = [(paper, page) for page in pages_of(result.doc_id)]
         if per_paper and paper_counts.get(paper, 0) >= per_paper:
             continue
         if per_section and section_counts.get(section, 0) >= per_section:
             continue
+        if per_page and any(page_counts.get(page, 0) >= per_page for page in pages):
+            continue
         paper_counts[paper] = paper_counts.get(paper, 0) + 1
         section_counts[section] = section_counts.get(section, 0) + 1
+        for page in pages:
+            page_counts[page] = page_counts.get(page, 0) + 1
         taken.append(result)
     return taken
