@@ -4,6 +4,7 @@ One site (the four test papers, base_url "/sub/path/") is built and served on 12
 test opens is watched: a request to any other host, a console error or an uncaught exception fails it.
 """
 
+import json
 import shutil
 from urllib.parse import urlsplit
 
@@ -11,8 +12,11 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
 
 from builder.chromium import CHROMIUM, CHROMIUM_ARGS
+from builder.evaluate import open_site, query_encoder
+from builder.paths import DEV_QUESTIONS
 from builder.pyodide import missing_runtime
 from builder.serve import serve_in_thread
+from readingroom_core.engine import SearchOptions, embedding_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]
 
@@ -27,7 +31,8 @@ PARAPHRASE = "thermodynamics of perceptrons"
 
 
 @pytest.fixture(scope="module")
-def site_url(built_sites, tmp_path_factory, mirror_dir):
+def served_site(built_sites, tmp_path_factory, mirror_dir):
+    """(site folder, its URL on loopback)."""
     if missing_runtime():
         pytest.skip(missing_runtime())
     if not CHROMIUM.exists():
@@ -43,9 +48,14 @@ def site_url(built_sites, tmp_path_factory, mirror_dir):
     shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
     assert run_build(corpus, root / "site", cache, mirror_dir) == 0
     server, url = serve_in_thread(root / "site")
-    yield url
+    yield root / "site", url
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def site_url(served_site):
+    return served_site[1]
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +202,79 @@ def test_keyboard_moves_through_results(site_url, watched):
     )
     page.keyboard.press("Enter")
     assert page.evaluate("window.openedLink") == f"https://arxiv.org/pdf/{hits[0][0]}#page={hits[0][1]}"
+
+
+def test_browser_top_ten_equals_the_cli_for_the_dev_questions(served_site, watched):
+    """Same core, same ONNX encoder: `python -m builder query` and the browser rank the same chunks."""
+    site_dir, url = served_site
+    questions = [json.loads(line)["query"] for line in DEV_QUESTIONS.read_text().splitlines() if line.strip()]
+    manifest, engine = open_site(site_dir)
+    vectors = query_encoder(site_dir, manifest).encode([embedding_text(q) for q in questions])
+    cli = [
+        [hit.chunk_id for hit in engine.search(query, vector, SearchOptions(k=10))]
+        for query, vector in zip(questions, vectors, strict=True)
+    ]
+    watched.open(url)
+    watched.page.evaluate("window.readingRoom.semanticReady")
+    in_browser = watched.page.evaluate(
+        """async (queries) => {
+            const tops = [];
+            for (const q of queries) tops.push((await readingRoom.search(q, {k: 10})).map((h) => h.chunk_id));
+            return tops;
+        }""",
+        questions,
+    )
+    assert in_browser == cli
+    assert all(len(top) == 10 for top in cli)
+
+
+SNAPSHOT_SAVED = "() => readingRoom.status().timeline.python_snapshot_saved !== undefined"
+EDIT_SNAPSHOT = """async (change) => {
+  const db = await new Promise((resolve, reject) => {
+    const opening = indexedDB.open("readingroom-python", 1);
+    opening.onsuccess = () => resolve(opening.result);
+    opening.onerror = () => reject(opening.error);
+  });
+  const store = () => db.transaction("snapshots", "readwrite").objectStore("snapshots");
+  const keys = await new Promise((resolve) => { const r = store().getAllKeys(); r.onsuccess = () => resolve(r.result); });
+  const saved = await new Promise((resolve) => { const r = store().get(keys[0]); r.onsuccess = () => resolve(r.result); });
+  if (change === "stale") saved.key = "runtime/pyodide-0.0.0/ runtime/readingroom_core-0.0.0.whl";
+  if (change === "corrupt") saved.bytes = new Uint8Array(4096).fill(7);
+  await new Promise((resolve) => { const r = store().put(saved, keys[0]); r.onsuccess = resolve; });
+  db.close();
+  return keys.length;
+}"""
+
+
+def _keyword_top(page) -> list[str]:
+    return page.evaluate("q => readingRoom.search(q, {mode: 'bm25'})", KEYWORD_QUESTION)
+
+
+def test_returning_visitor_restores_python_from_a_snapshot(site_url, watched):
+    page = watched.page
+    watched.open(site_url)
+    page.wait_for_function(SNAPSHOT_SAVED)
+    assert page.evaluate("readingRoom.status().python_start") == "boot"
+    first_visit = _keyword_top(page)
+    watched.open(site_url)
+    status = page.evaluate("readingRoom.status()")
+    assert status["python_start"] == "snapshot"
+    assert _keyword_top(page) == first_visit
+    page.evaluate("window.readingRoom.semanticReady")
+    watched.search(PARAPHRASE)
+    assert watched.hits()[0][0] == RG_PAPER
+
+
+@pytest.mark.parametrize("change", ["stale", "corrupt"])
+def test_a_stale_or_broken_snapshot_means_booting_python(site_url, watched, change):
+    page = watched.page
+    watched.open(site_url)
+    page.wait_for_function(SNAPSHOT_SAVED)
+    assert page.evaluate(EDIT_SNAPSHOT, change) == 1
+    watched.open(site_url)
+    assert page.evaluate("readingRoom.status().python_start") == "boot"
+    watched.search(KEYWORD_QUESTION)
+    assert watched.hits()[0][0] == DOC2QUERY
+    page.wait_for_function(SNAPSHOT_SAVED)  # and a good one replaces it
+    watched.open(site_url)
+    assert page.evaluate("readingRoom.status().python_start") == "snapshot"

@@ -17,6 +17,8 @@ const state = {
   kinds: {},
   error: null,
   last_search: null, // {embed_ms, search_ms} of the latest search, measured in the worker
+  timeline: {}, // start-up step -> ms since navigation, when the worker finished it
+  python_start: null, // "boot", or "snapshot" when Python was restored from this browser's saved copy
 };
 const pending = new Map();
 let nextRequestId = 1;
@@ -28,9 +30,18 @@ const semanticReady = new Promise((resolve, reject) => ((resolveSemantic = resol
 ready.catch(() => {});
 semanticReady.catch(() => {});
 
+function setTimeline(epochMsByStep) {
+  for (const [step, epochMs] of Object.entries(epochMsByStep)) {
+    state.timeline[step] = Math.round(epochMs - performance.timeOrigin);
+  }
+}
+
 worker.onmessage = ({ data }) => {
   if (data.type === "progress") {
-    Object.assign(state, { loading: data.stage, bytes: data.bytes, kinds: data.kinds });
+    Object.assign(state, { loading: data.stage, bytes: data.bytes, kinds: data.kinds, python_start: data.python_start });
+    setTimeline(data.timeline);
+  } else if (data.type === "timeline") {
+    setTimeline(data.timeline);
   } else if (data.type === "ready") {
     state[data.which] = true;
     if (data.which === "keyword") resolveReady();
@@ -73,7 +84,7 @@ window.readingRoom = {
   async search(query, options) {
     return (await ask(query, options)).hits;
   },
-  status: () => ({ ...state, kinds: { ...state.kinds } }),
+  status: () => ({ ...state, kinds: { ...state.kinds }, timeline: { ...state.timeline } }),
 };
 
 // --- the form and the URL ------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // ONNX Runtime Web embeds queries (semantic search). Every file comes from the site's own origin.
 //
 // Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters}
-// Messages out: {type: "progress", stage, bytes, kinds}, {type: "ready", which: "keyword"|"semantic"},
+// Messages out: {type: "progress", stage, bytes, kinds, timeline, python_start},
+//               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
 //               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error}
 
 const PYTHON_BRIDGE = `
@@ -95,6 +96,9 @@ let semanticReady = false;
 let stage = "starting";
 const kinds = {}; // bytes loaded, by kind of file
 const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
+// When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
+const timeline = {};
+let pythonStart = null; // "snapshot" when restored from this browser's saved interpreter, else "boot"
 let lastProgress = 0;
 let resolveKeyword;
 const keywordReady = new Promise((resolve) => (resolveKeyword = resolve));
@@ -107,7 +111,12 @@ function reportProgress(force = false) {
   const now = performance.now();
   if (!force && now - lastProgress < PROGRESS_INTERVAL_MS) return;
   lastProgress = now;
-  self.postMessage({ type: "progress", stage, bytes: totalBytes(), kinds: { ...kinds } });
+  const message = { type: "progress", stage, bytes: totalBytes(), kinds: { ...kinds }, timeline: { ...timeline } };
+  self.postMessage({ ...message, python_start: pythonStart });
+}
+
+function mark(step) {
+  timeline[step] = performance.timeOrigin + performance.now();
 }
 
 function setStage(text) {
@@ -169,14 +178,90 @@ function countResources(prefix, kind) {
   }
 }
 
-async function startPython(wheel) {
+// --- Python start-up from a memory snapshot ----------------------------------------------------------
+// Booting Python takes about 2 s even from the HTTP cache; restoring a memory snapshot of an interpreter
+// that has already imported the core takes about 0.3 s. The snapshot is made in this browser on the
+// first visit and kept in IndexedDB, one per site, under a key naming the Pyodide folder and the
+// content-hashed core wheel, so a new build or Pyodide version never restores a stale interpreter.
+// Anything wrong with it (no IndexedDB, a failed restore) just means booting Python as before.
+const SNAPSHOT_DB = "readingroom-python";
+const SNAPSHOT_STORE = "snapshots";
+// Every module the bridge and the core use: a restored interpreter has them in memory but not on disk.
+const CORE_IMPORTS = `
+import importlib, json, sysconfig
+import readingroom_core.analysis, readingroom_core.bm25, readingroom_core.engine, readingroom_core.fusion
+import readingroom_core.hnsw, readingroom_core.snippets, readingroom_core.tokenizer
+`;
+let snapshotToSave = null;
+
+function snapshotKey() {
+  return `${config.pyodide} ${config.wheel}`;
+}
+
+function snapshotRequest(mode, act) {
+  return new Promise((resolve, reject) => {
+    const opening = indexedDB.open(SNAPSHOT_DB, 1);
+    opening.onupgradeneeded = () => opening.result.createObjectStore(SNAPSHOT_STORE);
+    opening.onerror = () => reject(opening.error);
+    opening.onsuccess = () => {
+      const db = opening.result;
+      const transaction = db.transaction(SNAPSHOT_STORE, mode);
+      const request = act(transaction.objectStore(SNAPSHOT_STORE));
+      transaction.oncomplete = () => (db.close(), resolve(request.result));
+      transaction.onerror = transaction.onabort = () => (db.close(), reject(transaction.error));
+    };
+  });
+}
+
+async function savedSnapshot() {
+  try {
+    const saved = await snapshotRequest("readonly", (store) => store.get(config.base));
+    return saved && saved.key === snapshotKey() ? saved.bytes : null;
+  } catch {
+    return null;
+  }
+}
+
+async function saveSnapshot() {
+  if (!snapshotToSave) return;
+  const bytes = snapshotToSave;
+  snapshotToSave = null;
+  try {
+    await snapshotRequest("readwrite", (store) => store.put({ key: snapshotKey(), bytes }, config.base));
+    mark("python_snapshot_saved");
+    self.postMessage({ type: "timeline", timeline: { ...timeline } });
+  } catch {
+    // Storage full or refused (private browsing): the next visit boots Python, as this one did.
+  }
+}
+
+async function startPython(fetchWheel) {
   const pyodideRoot = new URL(config.pyodide, self.location.href).href;
-  const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
-  const pyodide = await loadPyodide({ indexURL: pyodideRoot });
+  const [{ loadPyodide }, snapshot] = await Promise.all([import(pyodideRoot + "pyodide.mjs"), savedSnapshot()]);
+  if (snapshot) {
+    try {
+      const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
+      pythonStart = "snapshot";
+      mark("python_started");
+      countResources(pyodideRoot, "pyodide");
+      mark("core_installed");
+      return pyodide;
+    } catch {
+      await snapshotRequest("readwrite", (store) => store.delete(config.base)).catch(() => {});
+    }
+  }
+  const wheel = fetchWheel();
+  const pyodide = await loadPyodide({ indexURL: pyodideRoot, _makeSnapshot: true });
+  pythonStart = "boot";
+  mark("python_started");
   countResources(pyodideRoot, "pyodide");
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(await wheel, "wheel", { extractDir: sitePackages });
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
+  pyodide.runPython(CORE_IMPORTS);
+  // Taken before any JavaScript object enters Python (a snapshot cannot hold one); saved once idle.
+  snapshotToSave = pyodide.makeMemorySnapshot();
+  mark("core_installed");
   return pyodide;
 }
 
@@ -188,13 +273,15 @@ async function startKeyword() {
     count("data", text.length);
     const { files } = JSON.parse(text);
     return Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]);
-  });
-  const [pyodide, text] = await Promise.all([startPython(fetchBytes(config.wheel, "runtime")), manifestText, indexFiles]);
+  }).then(() => mark("keyword_data_fetched"));
+  const fetchWheel = () => fetchBytes(config.wheel, "runtime");
+  const [pyodide, text] = await Promise.all([startPython(fetchWheel), manifestText, indexFiles]);
   setStage("Starting keyword search");
   pyodide.registerJsModule("rr_io", { manifest_text: text, read_sync: readSync });
   const namespace = pyodide.globals.get("dict")();
   pyodide.runPython(PYTHON_BRIDGE, { globals: namespace });
   core = namespace;
+  mark("keyword_ready");
   resolveKeyword();
   self.postMessage({ type: "ready", which: "keyword" });
   return JSON.parse(text);
@@ -210,6 +297,7 @@ async function startSemantic(manifest) {
     prefetch(files.char_classes, "model"),
     import(config.ort).then((module) => (ort = module)),
   ]);
+  mark("semantic_data_fetched");
   countResources(new URL(config.ort, self.location.href).href, "runtime");
   ort.env.wasm.wasmPaths = config.ort_wasm;
   ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
@@ -220,7 +308,9 @@ async function startSemantic(manifest) {
     extra: { session: { disable_quant_qdq: "1" } },
   });
   countResources(new URL(config.ort_wasm.wasm, self.location.href).href, "runtime");
+  mark("encoder_started");
   core.get("load_semantic")();
+  mark("semantic_ready");
   semanticReady = true;
   setStage("ready");
   self.postMessage({ type: "ready", which: "semantic" });
@@ -255,10 +345,12 @@ async function search({ id, query, k, mode, filters }) {
 
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
+    mark("worker_started");
     config = data.config;
     try {
       const manifest = await startKeyword();
       await startSemantic(manifest);
+      await saveSnapshot();
     } catch (error) {
       self.postMessage({ type: "failed", error: String(error && error.message ? error.message : error), stage });
     }
