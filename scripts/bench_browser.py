@@ -8,6 +8,9 @@ Times are from navigation start (the page's performance clock): "keyword" is whe
 the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
 as soon as semantic search is ready. Query latency is timed in the page around readingRoom.search
 ("total"), and split into the worker's query embedding ("embed") and search core ("search") time.
+`parity_with_cli` compares the browser's top 10 for each question with the CLI's (`python -m builder
+query`: the same core and ONNX encoder under CPython); `startup_steps_ms` says when the worker
+finished each start-up step.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from builder.paths import DEV_QUESTIONS
 from builder.serve import serve_in_thread
 
 TIMEOUT_MS = 120_000
+PARITY_K = 10
 FIRST_QUERY = "How many predicted queries does doc2query append"
 # Records when the first result shows, on the page's own clock (0 = navigation start).
 FIRST_HIT_PROBE = """
@@ -40,6 +44,11 @@ SEMANTIC_TIMING = """async (query) => {
   const readyMs = performance.now();
   const hits = await window.readingRoom.search(query, {k: 10});
   return {ready_ms: readyMs, first_result_ms: performance.now(), hits: hits.length};
+}"""
+TOP_CHUNKS = """async ([queries, k]) => {
+  const tops = [];
+  for (const query of queries) tops.push((await window.readingRoom.search(query, {k})).map((hit) => hit.chunk_id));
+  return tops;
 }"""
 LATENCY = """async ([queries, mode]) => {
   const times = {total: [], embed: [], search: []};
@@ -99,6 +108,7 @@ def load(page, url: str) -> dict:
         "first_keyword_result_s": round(keyword_ms / 1000, 2),
         "semantic_ready_s": round(semantic["ready_ms"] / 1000, 2),
         "first_semantic_result_s": round(semantic["first_result_ms"] / 1000, 2),
+        "startup_steps_ms": page.evaluate("window.readingRoom.status().timeline"),
         "bytes_by_kind": dict(sorted(transfers.by_kind.items())),
         "bytes_total": sum(transfers.by_kind.values()),
         "foreign_requests": transfers.foreign,
@@ -109,6 +119,29 @@ def percentiles(times: list[float]) -> dict:
     ordered = sorted(times)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"p50_ms": round(statistics.median(ordered), 1), "p95_ms": round(p95, 1), "n": len(ordered)}
+
+
+def parity(site: Path, questions: list[str], browser_tops: list[list[str]]) -> dict:
+    """The browser's hybrid top-k against `python -m builder query`'s (same core, same ONNX encoder)."""
+    from builder.evaluate import open_site, query_encoder
+    from readingroom_core.engine import SearchOptions, embedding_text
+
+    manifest, engine = open_site(site)
+    vectors = query_encoder(site, manifest).encode([embedding_text(q) for q in questions])
+    identical, overlaps, differences = 0, [], []
+    for query, vector, in_browser in zip(questions, vectors, browser_tops, strict=True):
+        in_cli = [hit.chunk_id for hit in engine.search(query, vector, SearchOptions(k=PARITY_K))]
+        identical += in_cli == in_browser
+        overlaps.append(len(set(in_cli) & set(in_browser)) / max(len(in_cli), 1))
+        if in_cli != in_browser:
+            differences.append({"query": query, "cli": in_cli, "browser": in_browser})
+    return {
+        "k": PARITY_K,
+        "queries": len(questions),
+        "identical_rankings": identical,
+        "mean_overlap": round(statistics.fmean(overlaps), 4),
+        "differences": differences,
+    }
 
 
 def run(site: Path, questions: list[str]) -> dict:
@@ -127,6 +160,7 @@ def run(site: Path, questions: list[str]) -> dict:
             page.set_default_timeout(TIMEOUT_MS)
             result = {"url": url, "cold": load(page, url), "warm_http_cache": load(page, url)}
             page.evaluate(LATENCY, [questions[:3], "hybrid"])  # warm-up: first text files, JIT
+            result["parity_with_cli"] = parity(site, questions, page.evaluate(TOP_CHUNKS, [questions, PARITY_K]))
             result["query_latency"] = {
                 mode: {
                     part: percentiles(times)
