@@ -189,3 +189,14 @@ def test_sentence_splitting_respects_abbreviations():
         "Results improve.",
         "Next one starts here.",
     ]
+
+
+def test_text_between_sentences_counts_against_the_limit(counter, hf_tokenizer):
+    # Sentences end before their closing quote, so the quotes are between the units that packing adds up.
+    rng = random.Random(3)
+    quoted = " ".join(f"“{sentence(rng, rng.randint(8, 14))}” " for _ in range(60))
+    paper = make_paper([quoted], [])
+    chunks = chunk_paper(paper, "Quotes", counter, ChunkSettings(target_tokens=1000))
+    assert len(chunks) > 2
+    for c in chunks:
+        assert len(hf_tokenizer(c.indexed_text, truncation=False)["input_ids"]) <= 256
