@@ -70,6 +70,7 @@ def bench(session: nox.Session) -> None:
             "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, env=OFFLINE_ENV
         )
     session.run("python", "scripts/bench_core.py", "--site", site, env=OFFLINE_ENV)
+    session.run("python", "scripts/bench_browser.py", "--site", site, env=OFFLINE_ENV)
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]
