@@ -180,7 +180,7 @@ function countResources(prefix, kind) {
 
 // --- Python start-up from a memory snapshot ----------------------------------------------------------
 // Booting Python takes about 2 s even from the HTTP cache; restoring a memory snapshot of an interpreter
-// that has already imported the core takes about 0.3 s. The snapshot is made in this browser on the
+// that has already imported the core, read back from IndexedDB, about 0.6 s. It is made in this browser on the
 // first visit and kept in IndexedDB, one per site, under a key naming the Pyodide folder and the
 // content-hashed core wheel, so a new build or Pyodide version never restores a stale interpreter.
 // Anything wrong with it (no IndexedDB, a failed restore) just means booting Python as before.
