@@ -22,7 +22,7 @@ from builder.models import Chunk, ParsedPaper
 
 @dataclass(frozen=True)
 class ChunkSettings:
-    target_tokens: int = 240  # body tokens a chunk aims for (the model limit is the hard cap); see README "Chunk size"
+    target_tokens: int = 240  # body tokens a chunk aims for (the model limit is the hard cap); README: "How ranking is set"
     min_tokens: int = 48  # a smaller tail is merged into the previous chunk of its section
     overlap_tokens: int = 48  # at most this many tokens of trailing sentences repeat in the next chunk
     context_tokens: int = 32  # the prepended "title — section" context is cut to this many tokens

@@ -81,7 +81,7 @@ class SearchOptions:
     candidates: int = 60
     # Diversity caps, 0 = unlimited. One chunk per page: over the 54 answerable dev + extra questions this
     # took page-level nDCG@10 from 0.69 to 0.75 (dev) and 0.68 to 0.72 (extra); the old caps of 5 per paper
-    # and 2 per section cost 0.05 nDCG, as questions often have several gold pages in one paper.
+    # and 2 per section cost 0.05 (dev) and 0.01 (extra), as questions often have several gold pages in one paper.
     per_paper: int = 10  # most chunks of one paper in the top k
     per_section: int = 3  # most chunks of one (paper, section) in the top k
     per_page: int = 1  # most chunks citing one page of a paper (a chunk cites every page it spans)
