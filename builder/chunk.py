@@ -180,14 +180,17 @@ def _pack(units: list[_Unit], budget: int, settings: ChunkSettings) -> list[list
     return groups
 
 
-def _fitted(group: list[_Unit], text: str, counter: TokenCounter, budget: int) -> list[list[_Unit]]:
-    """`group`, or its halves in turn, so each chunk's own token count fits `budget`.
+def _fitted(
+    group: list[_Unit], text: str, counter: TokenCounter, budget: int
+) -> list[tuple[list[_Unit], int]]:
+    """(units, token count) of `group`, or of its halves in turn, so each chunk's own count fits `budget`.
 
     Packing adds up the units' counts, but text between units (a closing quote after a sentence's end)
     has tokens too, so a chunk packed to the brim can come out a token or two over.
     """
-    if len(group) == 1 or counter.count(text[group[0].start : group[-1].end]) <= budget:
-        return [group]
+    tokens = counter.count(text[group[0].start : group[-1].end])
+    if tokens <= budget or len(group) == 1:
+        return [(group, tokens)]
     middle = len(group) // 2
     return _fitted(group[:middle], text, counter, budget) + _fitted(group[middle:], text, counter, budget)
 
@@ -234,8 +237,8 @@ def chunk_paper(
         prefix = context_prefix(title, section, counter, settings)
         budget = counter.max_seq_length - special - prefix_model_tokens - counter.count(prefix + "\n")
         units = _units(paper.text, start, end, counter, min(budget, settings.target_tokens))
-        groups = [piece for group in _pack(units, budget, settings) for piece in _fitted(group, paper.text, counter, budget)]
-        for group in groups:
+        fitted = [piece for packed in _pack(units, budget, settings) for piece in _fitted(packed, paper.text, counter, budget)]
+        for group, tokens in fitted:
             a, b = group[0].start, group[-1].end
             text = paper.text[a:b]
             chunks.append(
@@ -248,7 +251,7 @@ def chunk_paper(
                     char_end=b,
                     section=section,
                     text=text,
-                    n_tokens=counter.count(text),
+                    n_tokens=tokens,
                     context=prefix,
                 )
             )

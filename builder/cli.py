@@ -128,6 +128,7 @@ def make_parser() -> argparse.ArgumentParser:
     query.add_argument("--k", type=int, default=10, help="number of results (default: 10)")
     query.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
     query.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_ranking_arguments(query)
 
     evaluate = commands.add_parser(
         "eval",
@@ -143,6 +144,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    add_ranking_arguments(evaluate)
 
     add_beir_command(commands)
 
@@ -323,6 +325,37 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+RANKING_ARGUMENTS = {  # SearchOptions field -> help
+    "fusion": "weighted (min-max normalised scores) or rrf",
+    "dense_weight": "weighted fusion's dense share; BM25 gets the rest",
+    "candidates": "results per retriever before fusion",
+    "per_paper": "most results from one paper (0: no cap)",
+    "per_section": "most results from one section of a paper (0: no cap)",
+    "per_page": "most results citing one page of a paper (0: no cap)",
+}
+
+
+def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
+    """Overrides of the site's ranking defaults, so other settings can be compared on the same site."""
+    from readingroom_core.engine import FUSIONS, SearchOptions
+
+    defaults = SearchOptions()
+    group = parser.add_argument_group("ranking (defaults: what the site's browser search uses)")
+    for name, help_text in RANKING_ARGUMENTS.items():
+        default = getattr(defaults, name)
+        kind = {"fusion": str, "dense_weight": float}.get(name, int)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            choices=FUSIONS if name == "fusion" else None,
+            help=f"{help_text} (default: {default})",
+        )
+
+
+def ranking_options(args: argparse.Namespace) -> dict:
+    return {name: getattr(args, name) for name in RANKING_ARGUMENTS if getattr(args, name) is not None}
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from builder.evaluate import open_site, query_encoder
     from readingroom_core.engine import SearchOptions, embedding_text
@@ -330,7 +363,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     manifest, engine = open_site(args.site)
     encoder = None if args.mode == "bm25" else query_encoder(args.site, manifest)
     vector = encoder.encode([embedding_text(args.text)])[0] if encoder else None
-    hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode))
+    hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode, **ranking_options(args)))
     if args.json:
         rows = [
             {
@@ -363,12 +396,13 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from builder.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
+    from readingroom_core.engine import SearchOptions
 
     if not args.questions.exists():
         raise FileNotFoundError(f"{args.questions}: no such questions file")
     manifest, engine = open_site(args.site)
     encoder = query_encoder(args.site, manifest)
-    summary = evaluate(engine, encoder.encode, load_questions(args.questions))
+    summary = evaluate(engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 

@@ -79,6 +79,16 @@ def query_encoder(site_dir: Path, manifest: dict):
     return OnnxQueryEncoder.from_site(site_dir, manifest)
 
 
+def top_chunk_ids(site_dir: Path, queries: Sequence[str], options: SearchOptions) -> list[list[str]]:
+    """Each query's ranked chunk ids as `python -m builder query` finds them: the browser must agree."""
+    manifest, engine = open_site(site_dir)
+    vectors = query_encoder(site_dir, manifest).encode([embedding_text(q) for q in queries])
+    return [
+        [hit.chunk_id for hit in engine.search(query, vector, options)]
+        for query, vector in zip(queries, vectors, strict=True)
+    ]
+
+
 def page_ranking(hits: Sequence[Hit], question: Question) -> list[str]:
     """Chunks as item ids for the metrics: a credited gold page, or a unique miss."""
     credited: set[tuple[str, int]] = set()

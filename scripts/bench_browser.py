@@ -23,9 +23,11 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from builder.chromium import CHROMIUM, CHROMIUM_ARGS
+from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from builder.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
 from builder.serve import serve_in_thread
+from readingroom_core.engine import SearchOptions
 
 TIMEOUT_MS = 120_000
 PARITY_K = 10
@@ -44,11 +46,6 @@ SEMANTIC_TIMING = """async (query) => {
   const readyMs = performance.now();
   const hits = await window.readingRoom.search(query, {k: 10});
   return {ready_ms: readyMs, first_result_ms: performance.now(), hits: hits.length};
-}"""
-TOP_CHUNKS = """async ([queries, k]) => {
-  const tops = [];
-  for (const query of queries) tops.push((await window.readingRoom.search(query, {k})).map((hit) => hit.chunk_id));
-  return tops;
 }"""
 LATENCY = """async ([queries, mode]) => {
   const times = {total: [], embed: [], search: []};
@@ -123,14 +120,9 @@ def percentiles(times: list[float]) -> dict:
 
 def parity(site: Path, questions: list[str], browser_tops: list[list[str]]) -> dict:
     """The browser's hybrid top-k against `python -m builder query`'s (same core, same ONNX encoder)."""
-    from builder.evaluate import open_site, query_encoder
-    from readingroom_core.engine import SearchOptions, embedding_text
-
-    manifest, engine = open_site(site)
-    vectors = query_encoder(site, manifest).encode([embedding_text(q) for q in questions])
+    cli_tops = top_chunk_ids(site, questions, SearchOptions(k=PARITY_K))
     identical, overlaps, differences = 0, [], []
-    for query, vector, in_browser in zip(questions, vectors, browser_tops, strict=True):
-        in_cli = [hit.chunk_id for hit in engine.search(query, vector, SearchOptions(k=PARITY_K))]
+    for query, in_cli, in_browser in zip(questions, cli_tops, browser_tops, strict=True):
         identical += in_cli == in_browser
         overlaps.append(len(set(in_cli) & set(in_browser)) / max(len(in_cli), 1))
         if in_cli != in_browser:
@@ -160,7 +152,7 @@ def run(site: Path, questions: list[str]) -> dict:
             page.set_default_timeout(TIMEOUT_MS)
             result = {"url": url, "cold": load(page, url), "warm_http_cache": load(page, url)}
             page.evaluate(LATENCY, [questions[:3], "hybrid"])  # warm-up: first text files, JIT
-            result["parity_with_cli"] = parity(site, questions, page.evaluate(TOP_CHUNKS, [questions, PARITY_K]))
+            result["parity_with_cli"] = parity(site, questions, page.evaluate(TOP_CHUNK_IDS, [questions, PARITY_K]))
             result["query_latency"] = {
                 mode: {
                     part: percentiles(times)

@@ -44,6 +44,20 @@ def test_filters_in_the_query_restrict_results(built_sites, capsys):
     assert bm25[0]["arxiv_id"] == "2305.13245" and bm25[0]["ranks"]["dense"] is None
 
 
+def test_ranking_options_override_the_site_defaults(built_sites, capsys):
+    args = ("query", "low-rank weights update", "--site", str(built_sites.second), "--json", "--k", "20")
+    shipped = run_json(capsys, *args)
+    uncapped = run_json(capsys, *args, "--per-page", "0", "--per-paper", "0", "--per-section", "0")
+
+    def pages(hits):
+        return [(h["arxiv_id"], page) for h in hits for page in range(h["page_start"], h["page_end"] + 1)]
+
+    assert len(pages(shipped)) == len(set(pages(shipped)))  # one result per page by default
+    assert len(pages(uncapped)) > len(set(pages(uncapped)))
+    rrf = run_json(capsys, *args, "--fusion", "rrf")
+    assert rrf[0]["score"] == pytest.approx(sum(1 / (60 + r) for r in rrf[0]["ranks"].values() if r))
+
+
 def test_a_bad_filter_is_a_clear_error(built_sites, capsys):
     assert main(["query", "attention year:twenty", "--site", str(built_sites.second)]) == 2
     assert "year" in capsys.readouterr().err

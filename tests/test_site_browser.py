@@ -11,12 +11,12 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
 
-from builder.chromium import CHROMIUM, CHROMIUM_ARGS
-from builder.evaluate import open_site, query_encoder
+from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from builder.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
 from builder.pyodide import missing_runtime
 from builder.serve import serve_in_thread
-from readingroom_core.engine import SearchOptions, embedding_text
+from readingroom_core.engine import SearchOptions
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]
 
@@ -208,23 +208,10 @@ def test_browser_top_ten_equals_the_cli_for_the_dev_questions(served_site, watch
     """Same core, same ONNX encoder: `python -m builder query` and the browser rank the same chunks."""
     site_dir, url = served_site
     questions = [json.loads(line)["query"] for line in DEV_QUESTIONS.read_text().splitlines() if line.strip()]
-    manifest, engine = open_site(site_dir)
-    vectors = query_encoder(site_dir, manifest).encode([embedding_text(q) for q in questions])
-    cli = [
-        [hit.chunk_id for hit in engine.search(query, vector, SearchOptions(k=10))]
-        for query, vector in zip(questions, vectors, strict=True)
-    ]
+    cli = top_chunk_ids(site_dir, questions, SearchOptions(k=10))
     watched.open(url)
     watched.page.evaluate("window.readingRoom.semanticReady")
-    in_browser = watched.page.evaluate(
-        """async (queries) => {
-            const tops = [];
-            for (const q of queries) tops.push((await readingRoom.search(q, {k: 10})).map((h) => h.chunk_id));
-            return tops;
-        }""",
-        questions,
-    )
-    assert in_browser == cli
+    assert watched.page.evaluate(TOP_CHUNK_IDS, [questions, 10]) == cli
     assert all(len(top) == 10 for top in cli)
 
 
