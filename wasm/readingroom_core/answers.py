@@ -53,6 +53,8 @@ DEFAULT_BUDGET = 6000
 MIN_BUDGET = 500
 CANDIDATES = 16
 PER_PAPER = 4
+# More candidates per retriever than search uses, so the per-paper cap leaves room for other papers.
+EVIDENCE_CANDIDATES = 100
 HISTORY_WORDS = 60
 QUESTION_WORDS_FOR_RETRIEVAL = 60
 PAGE_MARK = "\u27e6p.{}\u27e7"
@@ -328,7 +330,7 @@ class Evidence:
 
 
 def evidence_options(k: int = CANDIDATES) -> SearchOptions:
-    return SearchOptions(k=k, mode="hybrid", per_page=1, per_paper=PER_PAPER)
+    return SearchOptions(k=k, mode="hybrid", per_page=1, per_paper=PER_PAPER, candidates=EVIDENCE_CANDIDATES)
 
 
 def select_evidence(
