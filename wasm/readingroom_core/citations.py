@@ -276,18 +276,21 @@ def _check_quote(citation: Citation, pages: Mapping[int, str]) -> tuple[bool, st
     cited = list(range(citation.page, citation.page_end + 1))
     joined = _joined(pages, cited)
     if joined and (span := find_quote(citation.quote, joined[0])):
-        return True, "", _page_at(joined[1], span[0])
+        return True, _across(joined[1], span), _page_at(joined[1], span[0])
     for before, after in ((citation.page - 1, citation.page), (citation.page_end, citation.page_end + 1)):
         across = _joined(pages, [before, after])
-        if across and (span := find_quote(citation.quote, across[0])):
-            start_page, end_page = _page_at(across[1], span[0]), _page_at(across[1], span[1] - 1)
-            if start_page != end_page:
-                return (
-                    True,
-                    f"the quote runs across the page break from p.{start_page} to p.{end_page}",
-                    start_page,
-                )
+        if (
+            across
+            and (span := find_quote(citation.quote, across[0]))
+            and (reason := _across(across[1], span))
+        ):
+            return True, reason, _page_at(across[1], span[0])
     return False, "", None
+
+
+def _across(starts: list[tuple[int, int]], span: tuple[int, int]) -> str:
+    first, last = _page_at(starts, span[0]), _page_at(starts, span[1] - 1)
+    return f"the quote runs across the page break from p.{first} to p.{last}" if first != last else ""
 
 
 def verify_citation(
