@@ -34,7 +34,9 @@ from readingroom_core.answers import (
     page_texts,
     prompt_tokens,
     retrieval_query,
+    retrieval_text,
     select_evidence,
+    verify,
 )
 from readingroom_core.citations import find_quote
 from readingroom_core.engine import embedding_text
@@ -189,6 +191,9 @@ def test_follow_ups_retrieve_again_and_keep_the_previous_turn_short(engine, enco
     follow_up = "And what are its limitations?"
     query = retrieval_query(follow_up, previous)
     assert query.startswith(follow_up) and first in query
+    assert (
+        retrieval_text({"question": follow_up, "history": [{"question": first, "answer": answer}]}) == query
+    )
     found = select_evidence(engine, follow_up, encode(query), previous=previous)
     user, assistant, current = found.prompt.messages
     assert user == {"role": "user", "content": f"Question: {first}"}
@@ -227,3 +232,33 @@ def test_pyodide_gives_the_browser_the_same_evidence(site, encode, tmp_path):
     assert (
         first["sources"] and first["prompt_tokens"] <= 4000 and first["prompt"]["text"].startswith("SYSTEM:")
     )
+
+
+def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(engine):
+    """The dev questions' evidence sentences, copied from the PDFs (ligatures, "cor- pus" hyphens and
+    all), verify on their gold page and not on a neighbouring source page."""
+    paper_index = {paper["id"]: index for index, paper in enumerate(engine.papers)}
+    checked = 0
+    for line in DEV_QUESTIONS.read_text(encoding="utf-8").splitlines():
+        question = json.loads(line)
+        if not question["relevant"] or question["relevant"][0]["arxiv_id"] not in paper_index:
+            continue
+        arxiv_id, page = question["relevant"][0]["arxiv_id"], question["relevant"][0]["pages"][0]
+        text_file = engine.text_file(paper_index[arxiv_id])
+        texts = page_texts(text_file, [p for p, _, _ in text_file["pages"]])
+        other = page + 2 if page + 2 in texts else page - 2
+        evidence = {
+            "sources": [
+                {"n": n, "arxiv_id": arxiv_id, "page_start": p, "page_end": p, "text": texts[p]}
+                for n, p in enumerate((page, other), start=1)
+            ],
+            "pages": {arxiv_id: {str(p): t for p, t in texts.items()}},
+        }
+        quote = question["evidence"].replace('"', "'")
+        answer = f'It says so [arXiv:{arxiv_id} p.{page} "{quote}"]. Elsewhere [arXiv:{arxiv_id} p.{other} "{quote}"].'
+        right, wrong = verify(answer, evidence)["citations"]
+        assert right["status"] == "verified", (question["id"], right["reason"])
+        assert wrong["status"] == "quote_not_found"
+        assert wrong["reason"] == f"the quote is on p.{page}, not p.{other}"
+        checked += 1
+    assert checked >= 3
