@@ -208,14 +208,19 @@ def test_parser_reads_what_models_write():
     answer = (
         "See [arXiv:2312.10997v2, pp. 7\u20138: \u201cquote one here now\u201d] and (2005.11401 page 3 "
         "\u00abquote two here now\u00bb) and [ARXIV: 2106.09685 p.5-p.6 'not a quote'] and 2005.11401 "
-        "without a page, and the year 2023.12345 nothing."
+        'without a page, and the year 2023.12345 nothing. As they put it, "quote three comes first" '
+        '[arXiv:1706.03762 (p. 2)] and [arXiv:1810.04805, (pp. 4\u20135), "quote four here"].'
     )
     parsed = [(c.arxiv_id, c.page, c.page_end, c.quote) for c in parse_citations(answer)]
     assert parsed == [
         ("2312.10997v2", 7, 8, "quote one here now"),
         ("2005.11401", 3, 3, "quote two here now"),
         ("2106.09685", 5, 6, ""),
+        ("1706.03762", 2, 2, "quote three comes first"),
+        ("1810.04805", 4, 5, "quote four here"),
     ]
+    grouped = parse_citations('[arXiv:1706.03762 p.2 "a quote for the first", arXiv:1810.04805 p.4]')
+    assert [c.quote for c in grouped] == ["a quote for the first", ""]
 
 
 def test_quote_matching_ignores_typography_but_not_words():
