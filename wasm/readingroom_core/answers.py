@@ -44,10 +44,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from readingroom_core.citations import SHAPE, SourceSpan, bare_id, parse_citations, verify_answer
-from readingroom_core.engine import Hit, SearchEngine, SearchOptions
+from readingroom_core.engine import SearchEngine, SearchOptions
 
 DEFAULT_BUDGET = 6000
 MIN_BUDGET = 500
@@ -251,11 +251,16 @@ def fit_prompt(
             f"the question and the answering rules alone take {bare} of the {budget} prompt tokens; "
             "shorten the question or raise the token budget"
         )
+    # Counting each added block (and its blank-line join) alone never undercounts the whole prompt, as
+    # the pieces count_tokens sees never run across a line break; so each candidate is counted once.
     chosen: list[Source] = []
+    used = bare
     for candidate in candidates:
-        trial = [*chosen, _numbered(candidate, len(chosen) + 1)]
-        if prompt_tokens(build_prompt(question, trial, previous)) <= budget:
-            chosen = trial
+        numbered = _numbered(candidate, len(chosen) + 1)
+        cost = count_tokens(source_block(numbered) + "\n\n")
+        if used + cost <= budget:
+            chosen.append(numbered)
+            used += cost
     return build_prompt(question, chosen, previous), chosen
 
 
@@ -314,7 +319,6 @@ class Evidence:
     prompt_tokens: int
     budget: int
     left_out: int = 0
-    hits: list[Hit] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -382,7 +386,6 @@ def select_evidence(
         prompt_tokens(prompt),
         budget,
         len(candidates) - len(sources),
-        hits,
     )
 
 
