@@ -168,9 +168,13 @@ def _serve_args(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from builder.serve import base_url_of, make_server
+    from builder.serve import PortError, base_url_of, make_server
 
-    server = make_server(args.site, args.port)
+    try:
+        server = make_server(args.site, args.port)
+    except PortError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     host, port = server.server_address[:2]
     print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
     try:
@@ -402,7 +406,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.questions}: no such questions file")
     manifest, engine = open_site(args.site)
     encoder = query_encoder(args.site, manifest)
-    summary = evaluate(engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
+    summary = evaluate(
+        engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
+    )
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 
