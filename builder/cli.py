@@ -218,12 +218,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     report, code = build(_build_options(args, args.out))
     for line in report.summary_lines():
         print(line)
-    if code:
-        print(
-            "build failed: "
-            + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
-            file=sys.stderr,
-        )
+    if code and report.papers == 0:
+        why = "every paper failed" if report.listed else f"{args.corpus} lists no papers"
+        print(f"build failed: {why}; the site in {args.out}/ was left as it was", file=sys.stderr)
+    elif code:
+        print("build failed: --strict and failures above", file=sys.stderr)
     else:
         print(f"site written to {args.out}/")
     return code

@@ -25,6 +25,7 @@ from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, P
 from builder.paths import resolve_model_dir
 from builder.render import render_site
 from builder.report import BuildReport, FlaggedPage, write_report
+from builder.sitedir import staged_site
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,6 @@ def write_site_data(
     report: BuildReport,
 ) -> dict:
     """Every file the browser runtime loads, content-hashed, and the manifest that names them."""
-    store.clear_generated(out_dir)
     artifacts: list[store.Artifact] = []
     records, chunks, first = [], [], 0
     with timed(report, "index"):
@@ -332,7 +332,7 @@ def update_lock(options: BuildOptions, papers: list[IngestedPaper]) -> None:
 
 
 def exit_code(report: BuildReport, strict: bool) -> int:
-    if report.listed and report.papers == 0:
+    if report.papers == 0:
         return 1
     if strict and report.failures:
         return 1
@@ -340,16 +340,16 @@ def exit_code(report: BuildReport, strict: bool) -> int:
 
 
 def build(options: BuildOptions) -> tuple[BuildReport, int]:
+    """The site is written beside `out_dir` and swapped in whole (builder/sitedir.py); a build that
+    indexed no paper leaves the old site as it was."""
     corpus = config.load_corpus(options.corpus_path)
     result = ingest(corpus, options)
-    options.out_dir.mkdir(parents=True, exist_ok=True)
     if result.papers:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
-        site = write_site_data(
-            options.out_dir, result.papers, vectors, identity, corpus, options, result.report
-        )
-        with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/render.py)
-            render_site(options.out_dir, site, corpus.settings, result.report)
+        with staged_site(options.out_dir) as staging:
+            site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
+            with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/render.py)
+                render_site(staging, site, corpus.settings, result.report)
+            write_report(staging, result.report)
         update_lock(options, result.papers)
-    write_report(options.out_dir, result.report)
     return result.report, exit_code(result.report, options.strict)

@@ -1,0 +1,99 @@
+"""Builds that are interrupted or produce nothing: nothing lost, nothing half-written.
+
+The build runs as a real subprocess (`python -m builder build`), is killed with SIGKILL at a chosen
+point (a file appearing, its parse workers starting), and is then run again.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SMALL_PAPERS, run_build, write_corpus
+
+from builder.paths import REPO_ROOT
+
+pytestmark = pytest.mark.mirror
+
+
+def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "wasm")])}
+    args = ["--corpus", corpus, "--out", out, "--cache", cache, "--mirror", mirror, "--offline"]
+    with open(log, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "builder", "build", *map(str, args)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+
+
+def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        assert process.poll() is None, f"the build ended (rc {process.returncode}) before {what}"
+        time.sleep(0.02)
+    process.kill()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_hard(process: subprocess.Popen) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def manifest_files_present(site: Path) -> list[str]:
+    """The files the site's manifest names that are missing (empty when the site is whole)."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    named = [a["path"] for a in manifest["artifacts"]] + [a["path"] for a in manifest["runtime"]["artifacts"]]
+    return [path for path in named if not (site / path).is_file()]
+
+
+def old_site(built_sites, tmp_path) -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(built_sites.first, site)
+    (site / "CNAME").write_text("reading.example.org\n")  # not made by the build: must survive it
+    return site
+
+
+def test_a_reading_list_without_papers_leaves_the_old_site(tmp_path, built_sites, mirror_dir, capsys):
+    site = old_site(built_sites, tmp_path)
+    before = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    for ids, why in (([], "lists no papers"), (["2401.99999"], "every paper failed")):
+        corpus = write_corpus(tmp_path / "readingroom.toml", ids)
+        assert run_build(corpus, site, built_sites.cache, mirror_dir) == 1
+        err = capsys.readouterr().err
+        assert why in err and f"the site in {site}/ was left as it was" in err
+        after = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+        assert after == before
+    assert not list(tmp_path.glob(".site.*"))
+
+
+def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, built_sites, mirror_dir):
+    site = old_site(built_sites, tmp_path)
+    old_manifest = (site / "manifest.json").read_bytes()
+    corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS[:2], title="New title")
+    build = start_build(corpus, site, built_sites.cache, mirror_dir, tmp_path / "build.log")
+    staged_data = wait_for(
+        lambda: [p for p in tmp_path.glob(".site.building-*/data/*") if p.is_file()], build, "site data"
+    )
+    kill_hard(build)
+    assert staged_data and (site / "manifest.json").read_bytes() == old_manifest
+    assert manifest_files_present(site) == []
+    assert (site / "CNAME").exists()
+
+    assert run_build(corpus, site, built_sites.cache, mirror_dir) == 0
+    manifest = json.loads((site / "manifest.json").read_text())
+    assert manifest["title"] == "New title" and manifest["counts"]["papers"] == 2
+    assert manifest_files_present(site) == []
+    assert (site / "CNAME").read_text() == "reading.example.org\n"
+    assert not list(tmp_path.glob(".site.*")), "the killed build's staging folder was not cleaned up"
