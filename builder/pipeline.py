@@ -26,6 +26,7 @@ from builder.paths import resolve_model_dir
 from builder.render import render_site
 from builder.report import BuildReport, FlaggedPage, write_report
 from builder.sitedir import staged_site
+from builder.workers import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,11 @@ def parse_papers(
     bar = dict(desc="parse", unit="paper", total=len(jobs), disable=not options.progress)
     with timed(report, "parse"):
         if options.jobs > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=min(options.jobs, len(jobs))) as pool:
+            with ProcessPoolExecutor(
+                max_workers=min(options.jobs, len(jobs)),
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 results = list(tqdm(pool.map(_parse_job, jobs), **bar))
         else:
             results = [_parse_job(job) for job in tqdm(jobs, **bar)]

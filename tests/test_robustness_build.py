@@ -58,6 +58,67 @@ def manifest_files_present(site: Path) -> list[str]:
     return [path for path in named if not (site / path).is_file()]
 
 
+def children_of(pid: int) -> set[int]:
+    """Every live process below `pid` (read from /proc, as psutil would)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while we looked
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    left = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left.add(pid)
+    return left
+
+
+# Long papers (54-68 pages, about 600 passages together): parsing and embedding them take long enough
+# to be interrupted, and the passages fill more than one embedding checkpoint.
+LONG_PAPERS = ("2203.02155", "2205.10625", "2303.15647", "2210.11416")
+
+
+@pytest.fixture(scope="module")
+def long_build(tmp_path_factory):
+    """One cache for the interrupted builds of the long papers: each rerun resumes from it."""
+    root = tmp_path_factory.mktemp("long")
+    return root, write_corpus(root / "readingroom.toml", LONG_PAPERS), root / "cache"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the build parses without worker processes")
+def test_parse_workers_die_with_a_killed_build(long_build, mirror_dir):
+    root, corpus, cache = long_build
+    build = start_build(corpus, root / "site", cache, mirror_dir, root / "parse-kill.log")
+    workers = wait_for(
+        lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
+    )
+    time.sleep(1.0)  # let them start on a paper
+    kill_hard(build)
+    deadline = time.monotonic() + 10
+    while alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive(workers)
+    for pid in left:  # do not leave them behind for the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} parse worker(s) outlived the killed build"
+    assert not (root / "site").exists()
+
+
 def old_site(built_sites, tmp_path) -> Path:
     site = tmp_path / "site"
     shutil.copytree(built_sites.first, site)
