@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import SMALL_PAPERS, run_build, write_corpus
 
@@ -87,22 +88,16 @@ def alive(pids: set[int]) -> set[int]:
     return left
 
 
-# Long papers (54-68 pages, about 600 passages together): parsing and embedding them take long enough
-# to be interrupted, and the passages fill more than one embedding checkpoint.
+# Long papers (54-68 pages): parsing them takes long enough to be interrupted.
 LONG_PAPERS = ("2203.02155", "2205.10625", "2303.15647", "2210.11416")
-
-
-@pytest.fixture(scope="module")
-def long_build(tmp_path_factory):
-    """One cache for the interrupted builds of the long papers: each rerun resumes from it."""
-    root = tmp_path_factory.mktemp("long")
-    return root, write_corpus(root / "readingroom.toml", LONG_PAPERS), root / "cache"
+EMBED_PAPER = "2205.14135"  # 34 pages, about 150 passages: a few embedding checkpoints of 64
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the build parses without worker processes")
-def test_parse_workers_die_with_a_killed_build(long_build, mirror_dir):
-    root, corpus, cache = long_build
+def test_parse_workers_die_with_a_killed_build(tmp_path, mirror_dir):
+    root, cache = tmp_path, tmp_path / "cache"
+    corpus = write_corpus(root / "readingroom.toml", LONG_PAPERS)
     build = start_build(corpus, root / "site", cache, mirror_dir, root / "parse-kill.log")
     workers = wait_for(
         lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
@@ -158,3 +153,23 @@ def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, buil
     assert manifest_files_present(site) == []
     assert (site / "CNAME").read_text() == "reading.example.org\n"
     assert not list(tmp_path.glob(".site.*")), "the killed build's staging folder was not cleaned up"
+
+
+def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, mirror_dir):
+    root, cache = tmp_path, tmp_path / "cache"
+    corpus = write_corpus(root / "readingroom.toml", [EMBED_PAPER])
+    build = start_build(corpus, root / "site", cache, mirror_dir, root / "embed-kill.log")
+    wait_for(lambda: list(cache.glob("embeddings/*/checkpoints/*.npz")), build, "an embedding checkpoint")
+    kill_hard(build)
+    saved = 0
+    for path in cache.glob("embeddings/*/checkpoints/*.npz"):
+        with np.load(path) as checkpoint:
+            saved += len(checkpoint["keys"])
+    assert saved > 0 and not (root / "site").exists()
+
+    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    report = json.loads((root / "site" / "build-report.json").read_text())
+    assert report["papers"] == 1 and report["chunks"] > 64  # more than one checkpoint's worth
+    assert report["embedded_chunks"] == report["chunks"] - saved  # nothing embedded twice
+    assert not list(cache.glob("embeddings/*/checkpoints/*"))
+    assert manifest_files_present(root / "site") == []
