@@ -20,12 +20,13 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from builder import chunk, config, embed, encoder, fetch, index, manifest, parse, postings, store
+from builder import config
 from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
-from builder.render import render_site
-from builder.report import BuildReport, FlaggedPage, write_report
 from builder.sitedir import staged_site
+from builder.stages import chunk, embed, encoder, fetch, index, manifest, parse, postings, store
+from builder.stages.render import render_site
+from builder.stages.report import BuildReport, FlaggedPage, write_report
 from builder.workers import die_with_parent
 
 
@@ -76,6 +77,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         mirror=options.mirror,
         offline=options.offline,
         delay_seconds=options.arxiv_delay,
+        corpus_file=options.corpus_path,
         **extra,
     )
 
@@ -353,7 +355,7 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
         with staged_site(options.out_dir) as staging:
             site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
-            with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/render.py)
+            with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/stages/render.py)
                 render_site(staging, site, corpus.settings, result.report)
             write_report(staging, result.report)
         update_lock(options, result.papers)

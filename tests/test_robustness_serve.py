@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from builder.cli import main
-from builder.serve import serve_in_thread
+from builder.commands.serve import serve_in_thread
 
 
 @pytest.fixture
