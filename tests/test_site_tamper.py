@@ -222,3 +222,16 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
         assert "does not match its checksum in manifest.json" in results
     assert_no_traceback(results)
 
+
+@pytest.mark.parametrize(
+    ("tag", "shown"),
+    [("deep learning", [SMALL_PAPERS[0]]), ("deep", [SMALL_PAPERS[1]]), ("it's <b>", [SMALL_PAPERS[2]])],
+)
+def test_the_corpus_page_filters_tags_with_spaces(visit_tampered, tag, shown):
+    view = visit_tampered(lambda site: None)
+    view.page.goto(view.page.url + "corpus/")
+    view.page.select_option("#corpus-tag", tag)
+    rows = view.page.query_selector_all("#corpus-table tbody tr:not([hidden])")
+    assert [row.get_attribute("data-arxiv-id") for row in rows] == shown
+    assert view.page.inner_text("#corpus-shown") == f"{len(shown)} shown"
+    assert view.console == []
