@@ -2,6 +2,7 @@
 
 import json
 import socket
+import struct
 import urllib.error
 import urllib.request
 
@@ -61,3 +62,20 @@ def test_a_damaged_manifest_never_redirects_elsewhere(site, capsys, manifest, me
     (site / "manifest.json").write_text(text)
     assert main(["serve", "--site", str(site), "--port", "0"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_client_that_leaves_mid_download_is_no_traceback(site, capfd):
+    (site / "big.bin").write_bytes(b"x" * 50_000_000)
+    server, url = serve_in_thread(site)
+    try:
+        host, port = server.server_address[:2]
+        for _ in range(3):
+            with socket.create_connection((host, port)) as client:
+                client.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+                client.recv(1024)
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+        assert status_of(url + "index.html") == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Traceback" not in capfd.readouterr().err

@@ -11,6 +11,7 @@ import errno
 import json
 import posixpath
 import re
+import sys
 import threading
 from functools import partial
 from http import HTTPStatus
@@ -103,13 +104,21 @@ class SiteHandler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class SiteServer(ThreadingHTTPServer):
+    """A browser that leaves mid-download (a closed tab, a cancelled fetch) is no error worth a traceback."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> ThreadingHTTPServer:
     """A server bound to 127.0.0.1 (port 0 picks a free one: see `server.server_address`)."""
     handler = partial(
         SiteHandler, directory=str(Path(site_dir).resolve()), base_url=base_url_of(site_dir), quiet=quiet
     )
     try:
-        return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        return SiteServer(("127.0.0.1", port), handler)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise
