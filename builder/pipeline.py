@@ -116,6 +116,12 @@ def _parse_job(args: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
     arxiv_id = paper.meta.arxiv_id
     try:
         return parse_cached(paper, cache_dir)
+    except parse.DamagedPDF as exc:
+        if paper.source != "mirror":
+            return Failure(arxiv_id, "parse", exc.reason, exc.hint)
+        name = Path(paper.pdf_path).name  # the researcher's own folder: never ask them to delete from it
+        hint = f"put a good copy of pdf/{name} into the mirror, or remove the paper from the reading list"
+        return Failure(arxiv_id, "parse", exc.reason, hint)
     except parse.ParseError as exc:
         return Failure(arxiv_id, "parse", exc.reason, exc.hint)
     except Exception as exc:  # a PDF that breaks the parser must not break the build
