@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -352,6 +352,35 @@ def exit_code(report: BuildReport, strict: bool) -> int:
     return 0
 
 
+def published(report: BuildReport, options: BuildOptions) -> BuildReport:
+    """The report as the site shows it: the build machine's folders by role ("<mirror>/pdf/x.pdf"),
+    never its absolute paths; the terminal keeps the full ones."""
+    places = {
+        options.cache_dir: "<cache>",
+        options.corpus_path.parent: "<corpus folder>",
+        options.out_dir.parent: "<site folder>",
+        Path.home(): "~",
+    }
+    if options.mirror is not None:
+        places[options.mirror] = "<mirror>"
+    spelled = {}
+    for path, label in places.items():
+        for form in (path.absolute(), path.resolve()):
+            spelled.setdefault(str(form).rstrip("/"), label)
+
+    def hide(text: str) -> str:
+        for path in sorted(spelled, key=len, reverse=True):
+            if path:
+                text = text.replace(path, spelled[path])
+        return text
+
+    return replace(
+        report,
+        failures=[replace(f, reason=hide(f.reason), hint=hide(f.hint)) for f in report.failures],
+        flagged_pages=[replace(p, detail=hide(p.detail)) for p in report.flagged_pages],
+    )
+
+
 def build(options: BuildOptions) -> tuple[BuildReport, int]:
     """The site is written beside `out_dir` and swapped in whole (builder/sitedir.py); a build that
     indexed no paper leaves the old site as it was."""
@@ -361,8 +390,9 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
         with staged_site(options.out_dir) as staging:
             site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
-            with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/stages/render.py)
-                render_site(staging, site, corpus.settings, result.report)
-            write_report(staging, result.report)
+            # HTML pages and the browser runtime (builder/stages/render.py)
+            with timed(result.report, "render"):
+                render_site(staging, site, corpus.settings, published(result.report, options))
+            write_report(staging, published(result.report, options))
         update_lock(options, result.papers)
     return result.report, exit_code(result.report, options.strict)
