@@ -358,7 +358,7 @@ def published(report: BuildReport, options: BuildOptions) -> BuildReport:
     places = {
         options.cache_dir: "<cache>",
         options.corpus_path.parent: "<corpus folder>",
-        options.out_dir.parent: "<site folder>",
+        Path.cwd(): ".",
         Path.home(): "~",
     }
     if options.mirror is not None:
