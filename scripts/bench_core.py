@@ -31,7 +31,8 @@ import numpy as np  # noqa: E402
 import onnxruntime  # noqa: E402, F401
 
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
-from builder.stages import index, postings  # noqa: E402
+from builder.stages import index  # noqa: E402
+from readingroom_core import bm25 as postings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 from support.pyodide import (  # noqa: E402

@@ -4,9 +4,15 @@ from collections import Counter
 
 import pytest
 
-from builder.stages.postings import build_postings, encode_entry, postings_bytes, shard_postings
 from readingroom_core.analysis import analyze, parse_query
-from readingroom_core.bm25 import BM25Index, decode_entry
+from readingroom_core.bm25 import (
+    BM25Index,
+    build_postings,
+    decode_entry,
+    encode_entry,
+    postings_bytes,
+    shard_postings,
+)
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",

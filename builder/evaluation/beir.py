@@ -169,14 +169,11 @@ def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) 
     return vectors, True
 
 
-def _json_bytes(data: dict) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[str, bytes]]:
     """(manifest, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each."""
     from builder.stages.index import write_index
-    from builder.stages.postings import build_postings, postings_bytes
+    from readingroom_core import sitedata
+    from readingroom_core.bm25 import build_postings, postings_bytes
 
     texts = dataset.doc_texts
     files: dict[str, bytes] = {}
@@ -186,7 +183,7 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[st
     ):
         text_path = f"data/text/{doc_number}.json"
         chunk = {"id": f"{doc_id}#0", "s": 0, "e": len(text), "t": text}
-        files[text_path] = _json_bytes({"v": 1, "id": doc_id, "first": doc_number, "chunks": [chunk]})
+        files[text_path] = sitedata.paper_text_bytes(doc_id, doc_number, [chunk])
         papers.append(
             {
                 "id": doc_id,
@@ -200,16 +197,8 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[st
             }
         )
     n = len(texts)
-    files["data/papers.json"] = _json_bytes({"v": 1, "papers": papers})
-    table = {
-        "v": 1,
-        "n": n,
-        "page_start": [1] * n,
-        "page_span": [0] * n,
-        "section": [0] * n,
-        "sections": [""],
-    }
-    files["data/chunks.json"] = _json_bytes(table)
+    files["data/papers.json"] = sitedata.papers_bytes(papers)
+    files["data/chunks.json"] = sitedata.chunk_table_bytes([(1, 1, "")] * n)
     files["data/postings.json"] = postings_bytes(build_postings(texts))
     with tempfile.TemporaryDirectory(prefix="readingroom-beir-") as scratch:
         index_path = Path(scratch) / "vectors.usearch"

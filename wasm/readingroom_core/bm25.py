@@ -1,6 +1,6 @@
-"""BM25 over the postings JSON that `builder.stages.postings` writes; runs in CPython and Pyodide alike.
+"""BM25 postings: their writer (the build) and their reader (CPython and Pyodide alike).
 
-Postings format, version 1 (short keys keep the file small; all numbers are JSON ints except the params):
+Postings format (sitedata.FORMAT_VERSION) (short keys keep the file small; all numbers are JSON ints except the params):
 
     {"v": 1, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length, "dl": [length of doc 0, ...],
      "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
@@ -17,12 +17,73 @@ import heapq
 import json
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
-FORMAT_VERSION = 1
+from readingroom_core.analysis import analyze
+from readingroom_core.sitedata import FORMAT_VERSION
 
 ShardLoader = Callable[[str], str | bytes]  # shard name -> its JSON text
+
+
+def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> dict:
+    """Postings for `docs`, whose positions are their doc ids (chunk order); terms come from
+    `analysis.analyze`, the code that analyses queries."""
+    by_term: dict[str, list[tuple[int, int]]] = {}
+    doc_lengths: list[int] = []
+    for doc_id, text in enumerate(docs):
+        terms = analyze(text)
+        doc_lengths.append(len(terms))
+        for term, frequency in Counter(terms).items():
+            by_term.setdefault(term, []).append((doc_id, frequency))
+    return {
+        "v": FORMAT_VERSION,
+        "n": len(doc_lengths),
+        "k1": k1,
+        "b": b,
+        "avgdl": sum(doc_lengths) / len(doc_lengths) if doc_lengths else 0.0,
+        "dl": doc_lengths,
+        "t": {term: encode_entry(by_term[term]) for term in sorted(by_term)},
+    }
+
+
+def encode_entry(postings: list[tuple[int, int]]) -> list[list[int]]:
+    """[doc id deltas] or [doc id deltas, frequencies] for ascending (doc id, frequency) pairs."""
+    doc_ids = [doc_id for doc_id, _ in postings]
+    deltas = [doc_ids[0]] + [later - earlier for earlier, later in zip(doc_ids, doc_ids[1:], strict=False)]
+    frequencies = [frequency for _, frequency in postings]
+    return [deltas] if all(frequency == 1 for frequency in frequencies) else [deltas, frequencies]
+
+
+def postings_bytes(data: dict) -> bytes:
+    """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def shard_postings(postings: dict, max_bytes: int, prefix: str = "postings") -> tuple[dict, dict[str, dict]]:
+    """Split single-file postings into a manifest and term-range shards of at most ~`max_bytes` each.
+
+    Returns (manifest, {shard name: shard}); a term whose entry alone exceeds `max_bytes` gets a shard
+    of its own. The manifest keeps params and doc lengths, so a query loads only the shards of its terms.
+    """
+    shards: list[dict[str, list]] = []
+    current: dict[str, list] = {}
+    current_size = 0
+    for term in sorted(postings["t"]):
+        entry = postings["t"][term]
+        entry_size = len(postings_bytes({term: entry}))  # close to its share of the shard file
+        if current and current_size + entry_size > max_bytes:
+            shards.append(current)
+            current, current_size = {}, 0
+        current[term] = entry
+        current_size += entry_size
+    if current:
+        shards.append(current)
+    named = {f"{prefix}-{index:04d}.json": terms for index, terms in enumerate(shards)}
+    manifest = {key: value for key, value in postings.items() if key != "t"}
+    manifest["s"] = [[min(terms), max(terms), name] for name, terms in named.items()]
+    return manifest, {name: {"v": FORMAT_VERSION, "t": terms} for name, terms in named.items()}
 
 
 def decode_entry(entry: list[list[int]]) -> tuple[list[int], list[int]]:

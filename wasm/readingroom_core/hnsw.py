@@ -31,6 +31,7 @@ except ImportError:  # Python < 3.12
         return sum(map(mul, a, b))
 
 
+ROWS_AT = 8  # the vector block follows the (rows, bytes per row) header
 MAGIC = b"usearch"
 PINNED_VERSION = (2, 26, 6)
 METRIC_COS = ord("c")
@@ -65,8 +66,7 @@ class UsearchFile:
     def __init__(self, data: bytes) -> None:
         self._data = data = bytes(data)
         self._parse_header(data)
-        dims = self.dimensions
-        self._rows = data[8 : 8 + self.size * dims].translate(_TO_OFFSET_BINARY)
+        self._rows = self.int8_rows().translate(_TO_OFFSET_BINARY)
         self._inverse_norms, self._squares = self._row_norms()
         self._slot_of_key = {key: slot for slot, key in enumerate(self.keys)}
         if len(self._slot_of_key) != self.size:
@@ -82,7 +82,7 @@ class UsearchFile:
         if len(data) < 8:
             raise UsearchFormatError(f"file is {len(data)} bytes, too short for a usearch index")
         rows, row_bytes = struct.unpack_from("<II", data, 0)
-        head = 8 + rows * row_bytes
+        head = ROWS_AT + rows * row_bytes
         if data[head : head + 7] != MAGIC:
             raise UsearchFormatError(
                 "no 'usearch' magic after the vector block: not a usearch 2.x index saved with 32-bit "
@@ -161,12 +161,16 @@ class UsearchFile:
             inverse_norms.append(1 / math.sqrt(square) if square else 0.0)
         return inverse_norms, squares
 
+    def int8_rows(self) -> bytes:
+        """The stored rows, slot by slot (`keys[slot]` is each row's key), as signed int8 bytes."""
+        return self._data[ROWS_AT : ROWS_AT + self.size * self.dimensions]
+
     def vector(self, key: int) -> list[int]:
         """The stored int8 row of `key`."""
         slot = self._slot_of_key.get(key)
         if slot is None:
             raise KeyError(f"key {key} is not in the index")
-        start = 8 + slot * self.dimensions
+        start = ROWS_AT + slot * self.dimensions
         return memoryview(self._data)[start : start + self.dimensions].cast("b").tolist()
 
     def _neighbors(self, slot: int, level: int) -> tuple[int, ...]:
