@@ -1,15 +1,13 @@
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from builder.offline import load_onnxruntime_first, use_offline_environment
 
-# onnxruntime must be imported before usearch: the other order segfaults (onnxruntime 1.31.1 with
-# usearch 2.26.6 / numkong), and test modules import both.
-import onnxruntime  # noqa: E402, F401
+use_offline_environment()
+load_onnxruntime_first()  # test modules import usearch at their top
+
 from support import corpus  # noqa: E402
 from support.arxiv_server import FakeArxiv  # noqa: E402
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from builder.evaluation.metrics import evaluate
+from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
 
 MODES = ("bm25", "dense", "hybrid")
@@ -276,7 +277,7 @@ def evaluate_dataset(
     log: Callable[[str], None] = lambda message: None,
 ) -> BeirResult:
     """Embed (or reuse) the corpus, build the in-memory site, run every query in every mode, score."""
-    import onnxruntime  # noqa: F401  (before usearch, which write_index imports: the other order segfaults)
+    load_onnxruntime_first()
 
     from builder.paths import bundled_model_dir
     from builder.stages.embed import load_model, weights_sha256

@@ -6,9 +6,7 @@ Postings format (sitedata.FORMAT_VERSION) (short keys keep the file small; all n
      "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
 
 Doc ids are chunk positions 0..N-1; the first delta is the first id. Term frequencies are left out when
-all are 1, which is most rare terms. A large index replaces "t" by "s": [[first term, last term, shard
-name], ...] in term order, and each shard file is {"v": 1, "t": {...}} for that term range, fetched only
-when a query needs one of its terms.
+all are 1, which is most rare terms.
 """
 
 from __future__ import annotations
@@ -16,15 +14,12 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
 from readingroom_core.analysis import analyze
 from readingroom_core.sitedata import FORMAT_VERSION
-
-ShardLoader = Callable[[str], str | bytes]  # shard name -> its JSON text
 
 
 def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> dict:
@@ -61,31 +56,6 @@ def postings_bytes(data: dict) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
-def shard_postings(postings: dict, max_bytes: int, prefix: str = "postings") -> tuple[dict, dict[str, dict]]:
-    """Split single-file postings into a manifest and term-range shards of at most ~`max_bytes` each.
-
-    Returns (manifest, {shard name: shard}); a term whose entry alone exceeds `max_bytes` gets a shard
-    of its own. The manifest keeps params and doc lengths, so a query loads only the shards of its terms.
-    """
-    shards: list[dict[str, list]] = []
-    current: dict[str, list] = {}
-    current_size = 0
-    for term in sorted(postings["t"]):
-        entry = postings["t"][term]
-        entry_size = len(postings_bytes({term: entry}))  # close to its share of the shard file
-        if current and current_size + entry_size > max_bytes:
-            shards.append(current)
-            current, current_size = {}, 0
-        current[term] = entry
-        current_size += entry_size
-    if current:
-        shards.append(current)
-    named = {f"{prefix}-{index:04d}.json": terms for index, terms in enumerate(shards)}
-    manifest = {key: value for key, value in postings.items() if key != "t"}
-    manifest["s"] = [[min(terms), max(terms), name] for name, terms in named.items()]
-    return manifest, {name: {"v": FORMAT_VERSION, "t": terms} for name, terms in named.items()}
-
-
 def decode_entry(entry: list[list[int]]) -> tuple[list[int], list[int]]:
     """Doc ids and term frequencies of one term's postings entry."""
     doc_ids = list(accumulate(entry[0]))
@@ -104,22 +74,16 @@ def _check_version(data: dict, what: str) -> None:
 
 
 class BM25Index:
-    """Okapi BM25 (with the classic (k1 + 1) numerator) over a postings dict or a sharded manifest."""
+    """Okapi BM25 (with the classic (k1 + 1) numerator) over a postings dict."""
 
-    def __init__(self, postings: dict, load_shard: ShardLoader | None = None):
+    def __init__(self, postings: dict):
         _check_version(postings, "index")
         self.n_docs: int = postings["n"]
         self.k1: float = postings["k1"]
         self.b: float = postings["b"]
         self.avgdl: float = postings["avgdl"]
         self.doc_lengths: list[int] = postings["dl"]
-        self._terms: dict[str, list] = dict(postings.get("t", {}))
-        self._shards: list[list[str]] = postings.get("s", [])
-        self._shard_firsts = [first for first, _, _ in self._shards]
-        self._loaded_shards: set[str] = set()
-        if self._shards and load_shard is None:
-            raise ValueError("a sharded index needs load_shard to fetch its term shards")
-        self._load_shard = load_shard
+        self._terms: dict[str, list] = postings["t"]
         self._decoded: dict[str, tuple[list[int], list[int]] | None] = {}
         average = self.avgdl or 1.0
         self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
@@ -128,24 +92,8 @@ class BM25Index:
         """(doc ids, term frequencies) of `term`, or None when no document has it."""
         if term not in self._decoded:
             entry = self._terms.get(term)
-            if entry is None and self._ensure_shard_for(term):
-                entry = self._terms.get(term)
             self._decoded[term] = decode_entry(entry) if entry is not None else None
         return self._decoded[term]
-
-    def _ensure_shard_for(self, term: str) -> bool:
-        """Load the shard whose term range holds `term`; False when no shard can hold it."""
-        index = bisect_right(self._shard_firsts, term) - 1
-        if index < 0:
-            return False
-        first, last, name = self._shards[index]
-        if term > last or name in self._loaded_shards:
-            return False
-        shard = json.loads(self._load_shard(name))
-        _check_version(shard, f"shard {name}")
-        self._terms.update(shard["t"])
-        self._loaded_shards.add(name)
-        return True
 
     def search(
         self, query_terms: Iterable[str], k: int, allowed: Callable[[int], bool] | None = None

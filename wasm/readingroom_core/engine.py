@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -287,11 +286,7 @@ class SearchEngine:
         self._section_titles: list[str] = table["sections"]
         self._paper_of = self._paper_of_each_chunk()
         self._paper_keys = [_PaperKeys.of(paper) for paper in self.papers]
-        postings_dir = posixpath.dirname(files["postings"])
-        self._bm25 = BM25Index(
-            json.loads(read(files["postings"])),
-            load_shard=lambda name: read(posixpath.join(postings_dir, name)),
-        )
+        self._bm25 = BM25Index(json.loads(read(files["postings"])))
         if self._bm25.n_docs != self.n_chunks:
             raise ValueError(
                 f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
