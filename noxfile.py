@@ -11,7 +11,6 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
-OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 def install(session: nox.Session, extras: str = "") -> None:
@@ -37,7 +36,7 @@ def tests(session: nox.Session) -> None:
     """The test suite (small corpora; a few minutes)."""
     install(session, "[dev]")
     install_browser_runtimes(session)
-    session.run("pytest", *(session.posargs or ["-q"]), env=OFFLINE_ENV)
+    session.run("pytest", *(session.posargs or ["-q"]))
 
 
 @nox.session
@@ -48,7 +47,7 @@ def build(session: nox.Session) -> None:
     args = ["python", "-m", "builder", "build", *session.posargs]
     if MIRROR.is_dir() and "--mirror" not in session.posargs:
         args += ["--mirror", str(MIRROR)]
-    session.run(*args, env=OFFLINE_ENV)
+    session.run(*args)
 
 
 @nox.session
@@ -60,21 +59,21 @@ def bench(session: nox.Session) -> None:
         session.error(f"bench needs the arXiv mirror at {MIRROR}")
     work = Path(session.create_tmp()) / "bench"
     mirror = ["--mirror", str(MIRROR)]
-    session.run("python", "scripts/measure_parse.py", *mirror, env=OFFLINE_ENV)
-    session.run("python", "scripts/measure_chunks.py", *mirror, env=OFFLINE_ENV)
-    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), env=OFFLINE_ENV)
+    session.run("python", "scripts/measure_parse.py", *mirror)
+    session.run("python", "scripts/measure_chunks.py", *mirror)
+    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work))
     site = str(work / "site")
     questions = str(SHARED / "eval" / "dev-questions.jsonl")
     for questions_file in (questions, "tests/data/questions-extra.jsonl"):
         session.run(
-            "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, env=OFFLINE_ENV
+            "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file
         )
-    session.run("python", "scripts/bench_core.py", "--site", site, env=OFFLINE_ENV)
-    session.run("python", "scripts/bench_browser.py", "--site", site, env=OFFLINE_ENV)
+    session.run("python", "scripts/bench_core.py", "--site", site)
+    session.run("python", "scripts/bench_browser.py", "--site", site)
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]
-    session.run("python", "scripts/bench_beir.py", *beir, env=OFFLINE_ENV)
+    session.run("python", "scripts/bench_beir.py", *beir)
 
 
 @nox.session

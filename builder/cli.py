@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from builder import __version__, config
 from builder.commands.ask import add_ask_command, run_ask_command
 from builder.evaluation.beir import add_beir_command, run_beir_command
+from builder.offline import use_offline_environment
 from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
 from builder.stages import fetch
 
@@ -418,8 +418,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages, never a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    use_offline_environment()
     from builder.evaluation.evaluate import QuestionsFileError
     from readingroom_core.engine import QuerySyntaxError
 

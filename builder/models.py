@@ -132,14 +132,12 @@ class ParsedPaper:
     character offset of `text` to the page it came from, which is what makes `[arXiv:ID p.N]`
     citations and quote checks exact. The bibliography stays in `text` (so offsets stay simple) but
     `references_span` marks it so chunking leaves it out; appendices after it remain searchable.
-    `references` holds the bibliography split into entries, for later use.
     """
 
     arxiv_id: str
     text: str
     pages: list[PageSpan]
     sections: list[Section]
-    references: list[str] = field(default_factory=list)
     references_span: tuple[int, int] | None = None  # [start, end) in `text`
     page_count: int = 0
     flags: list[PageFlag] = field(default_factory=list)
@@ -173,7 +171,6 @@ class ParsedPaper:
             text=data["text"],
             pages=[PageSpan(**p) for p in data["pages"]],
             sections=[Section(**s) for s in data["sections"]],
-            references=list(data.get("references", [])),
             references_span=tuple(data["references_span"]) if data.get("references_span") else None,
             page_count=data.get("page_count", 0),
             flags=[PageFlag(**f) for f in data.get("flags", [])],

@@ -10,8 +10,11 @@ DEFAULT_CORPUS = Path("corpus/readingroom.toml")
 DEFAULT_OUT = Path("site")
 DEFAULT_CACHE = Path(".cache/readingroom")
 MIRROR_ENV = "READINGROOM_MIRROR"
-SHARED_MIRROR = REPO_ROOT.parent / "shared" / "arxiv-mirror"
-DEV_QUESTIONS = REPO_ROOT.parent / "shared" / "eval" / "dev-questions.jsonl"
+# The shared data beside the repository (arXiv mirror, dev questions, BEIR sets); READINGROOM_SHARED
+# points elsewhere, e.g. at an empty folder to run the suite as a clone without it would.
+SHARED = Path(os.environ.get("READINGROOM_SHARED") or REPO_ROOT.parent / "shared")
+SHARED_MIRROR = SHARED / "arxiv-mirror"
+DEV_QUESTIONS = SHARED / "eval" / "dev-questions.jsonl"
 
 
 def bundled_model_dir() -> Path:

@@ -24,10 +24,12 @@ from builder import config
 from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
 from builder.sitedir import staged_site
-from builder.stages import chunk, embed, encoder, fetch, index, manifest, parse, postings, store
-from builder.stages.render import render_site
+from builder.stages import chunk, embed, encoder, fetch, index, manifest, parse, store
+from builder.stages.render import render_pages
 from builder.stages.report import BuildReport, FlaggedPage, write_report
 from builder.workers import die_with_parent
+from readingroom_core import bm25 as postings
+from readingroom_core import sitedata
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,16 @@ def export_encoder(model_dir: Path, identity: embed.ModelIdentity, cache_dir: Pa
     return files
 
 
+@dataclass
+class SiteData:
+    """What the data files hold, kept in memory for render: the manifest (written once, after render
+    adds the runtime), the papers file's records and the int8 rows of the vector file, by doc id."""
+
+    manifest: dict
+    papers: list[dict]
+    rows: np.ndarray
+
+
 def write_site_data(
     out_dir: Path,
     papers: list[IngestedPaper],
@@ -257,8 +269,8 @@ def write_site_data(
     corpus: config.Corpus,
     options: BuildOptions,
     report: BuildReport,
-) -> dict:
-    """Every file the browser runtime loads, content-hashed, and the manifest that names them."""
+) -> SiteData:
+    """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
     artifacts: list[store.Artifact] = []
     records, chunks, first = [], [], 0
     with timed(report, "index"):
@@ -268,7 +280,12 @@ def write_site_data(
                 "data/text",
                 store.safe_stem(paper.meta.arxiv_id),
                 ".json",
-                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks, paper.parsed.pages),
+                sitedata.paper_text_bytes(
+                    paper.meta.arxiv_id,
+                    first,
+                    store.text_rows(paper.chunks),
+                    store.page_rows(paper.parsed.pages),
+                ),
             )
             artifacts.append(text)
             records.append(
@@ -277,11 +294,9 @@ def write_site_data(
             chunks += paper.chunks
             first += len(paper.chunks)
         files = {
-            "papers": store.write_hashed(
-                out_dir, "data", "papers", ".json", store.compact_json({"v": 1, "papers": records})
-            ),
+            "papers": store.write_hashed(out_dir, "data", "papers", ".json", sitedata.papers_bytes(records)),
             "chunks": store.write_hashed(
-                out_dir, "data", "chunks", ".json", store.compact_json(store.chunk_table(chunks))
+                out_dir, "data", "chunks", ".json", sitedata.chunk_table_bytes(store.table_rows(chunks))
             ),
         }
         bm25 = postings.build_postings([c.indexed_text for c in chunks])
@@ -322,8 +337,7 @@ def write_site_data(
         files={role: artifact.path for role, artifact in files.items()},
         artifacts=artifacts,
     )
-    manifest.write_manifest(out_dir, manifest_data)
-    return manifest_data
+    return SiteData(manifest_data, records, index.quantize(vectors, params.scale))
 
 
 def _paper_extra(paper: IngestedPaper) -> dict:
@@ -390,9 +404,18 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
         with staged_site(options.out_dir) as staging:
             site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
-            # HTML pages and the browser runtime (builder/stages/render.py)
-            with timed(result.report, "render"):
-                render_site(staging, site, corpus.settings, published(result.report, options))
+            with timed(
+                result.report, "render"
+            ):  # HTML pages and the browser runtime (builder/stages/render.py)
+                render_pages(
+                    staging,
+                    site.manifest,
+                    corpus.settings,
+                    published(result.report, options),
+                    site.papers,
+                    site.rows,
+                )
+            manifest.write_manifest(staging, site.manifest)
             write_report(staging, published(result.report, options))
         update_lock(options, result.papers)
     return result.report, exit_code(result.report, options.strict)

@@ -15,10 +15,13 @@ import json
 import sys
 from pathlib import Path
 
-import onnxruntime  # noqa: F401  (before usearch: the other import order segfaults)
+from builder.offline import load_onnxruntime_first, use_offline_environment
 
-from builder.evaluation.beir import MODES, EvalSettings, evaluate_dataset, load_dataset
-from builder.paths import DEFAULT_CACHE
+use_offline_environment()
+load_onnxruntime_first()
+
+from builder.evaluation.beir import MODES, EvalSettings, evaluate_dataset, load_dataset  # noqa: E402
+from builder.paths import DEFAULT_CACHE  # noqa: E402
 
 # Published nDCG@10 on the test split: (BM25, all-MiniLM-L6-v2).
 PUBLISHED_NDCG10 = {"scifact": (0.679, 0.645), "nfcorpus": (0.322, 0.316), "arguana": (0.397, 0.502)}

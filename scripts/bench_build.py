@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import shutil
 import sys
@@ -24,10 +23,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from builder.offline import load_onnxruntime_first, use_offline_environment  # noqa: E402
+
+use_offline_environment()
+load_onnxruntime_first()
 
 import numpy as np  # noqa: E402
-import onnxruntime  # noqa: E402, F401  (before usearch: the other order segfaults)
 
 from builder import config, pipeline  # noqa: E402
 from builder.evaluation import metrics  # noqa: E402

@@ -18,20 +18,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from builder.offline import load_onnxruntime_first, use_offline_environment  # noqa: E402
 
-# onnxruntime is imported before usearch (which builder.stages.index imports): the other order segfaults.
+use_offline_environment()
+load_onnxruntime_first()
+
 import numpy as np  # noqa: E402
-import onnxruntime  # noqa: E402, F401
 
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
-from builder.stages import index, postings  # noqa: E402
+from builder.stages import index  # noqa: E402
+from readingroom_core import bm25 as postings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 from support.pyodide import (  # noqa: E402

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from builder.offline import use_offline_environment  # noqa: E402
+
+use_offline_environment()
 
 from transformers import AutoTokenizer  # noqa: E402
 

@@ -94,7 +94,6 @@ def measure(mirror: Path, questions: Path) -> dict:
         "flagged_pages": dict(flags),
         "sections_per_paper": round(sum(len(p.sections) for p in papers.values()) / max(len(papers), 1), 1),
         "papers_with_references": sum(1 for p in papers.values() if p.references_span),
-        "reference_entries": sum(len(p.references) for p in papers.values()),
         "evidence_found": found,
         "evidence_checked": checked,
         "evidence_missing": missing,
@@ -129,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"flagged pages: {result['flagged_pages']}")
     print(
         f"sections per paper: {result['sections_per_paper']}; papers with references: "
-        f"{result['papers_with_references']}; reference entries: {result['reference_entries']}"
+        f"{result['papers_with_references']}"
     )
     print(
         f"evidence quotes found on gold page: {result['evidence_found']}/{result['evidence_checked']}"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -28,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from builder.offline import use_offline_environment  # noqa: E402
+
+use_offline_environment()
 
 MIRROR = Path("/work/shared/arxiv-mirror")
 DEV_QUESTIONS = Path("/work/shared/eval/dev-questions.jsonl")

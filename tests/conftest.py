@@ -1,15 +1,15 @@
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from builder.offline import load_onnxruntime_first, use_offline_environment
 
-# onnxruntime must be imported before usearch: the other order segfaults (onnxruntime 1.31.1 with
-# usearch 2.26.6 / numkong), and test modules import both.
-import onnxruntime  # noqa: E402, F401
+use_offline_environment()
+load_onnxruntime_first()  # test modules import usearch at their top
+
+from support import corpus  # noqa: E402
+from support.arxiv_server import FakeArxiv  # noqa: E402
 
 from builder.paths import SHARED_MIRROR, bundled_model_dir  # noqa: E402
 
@@ -17,7 +17,7 @@ from builder.paths import SHARED_MIRROR, bundled_model_dir  # noqa: E402
 @pytest.fixture(scope="session")
 def mirror_dir() -> Path:
     if not (SHARED_MIRROR / "pdf").is_dir():
-        pytest.skip("../shared/arxiv-mirror is not present")
+        pytest.skip(f"{SHARED_MIRROR} is not present")
     return SHARED_MIRROR
 
 
@@ -26,8 +26,29 @@ def model_dir() -> Path:
     return bundled_model_dir()
 
 
-SMALL_PAPERS = ("1904.08375", "2412.19048", "2305.13245")  # 7 pages each: fast to build
-ADDED_PAPER = "1410.3831"  # 8 pages
+SMALL_PAPERS = corpus.PAPERS[:3]  # generated, 5 pages each (ids of three small mirror papers)
+ADDED_PAPER = corpus.PAPERS[3]  # the renormalization-group paper
+
+
+@dataclass(frozen=True)
+class GeneratedCorpus:
+    """The suite's four papers on a loopback arXiv (tests/support/corpus.py), and their questions."""
+
+    server: FakeArxiv
+    questions: Path  # JSONL, as ../shared/eval/dev-questions.jsonl
+
+    @property
+    def source(self) -> list[str]:
+        """Build arguments that fetch from the loopback arXiv."""
+        return ["--arxiv-api", self.server.api_url, "--arxiv-delay", "0"]
+
+
+@pytest.fixture(scope="session")
+def generated_corpus(tmp_path_factory) -> GeneratedCorpus:
+    with FakeArxiv() as server:
+        corpus.serve(server)
+        questions = corpus.write_questions(tmp_path_factory.mktemp("questions") / "questions.jsonl")
+        yield GeneratedCorpus(server, questions)
 
 
 @dataclass(frozen=True)
@@ -45,30 +66,25 @@ def write_corpus(path: Path, ids, title: str = "Test site") -> Path:
     return path
 
 
-def run_build(corpus: Path, out: Path, cache: Path, mirror: Path, *extra: str) -> int:
+def run_build(corpus_file: Path, out: Path, cache: Path, source: Path | GeneratedCorpus, *extra: str) -> int:
+    """`build` from a mirror folder (offline) or from the generated corpus's loopback arXiv."""
     from builder.cli import main
 
-    args = [
-        "build",
-        "--corpus",
-        str(corpus),
-        "--out",
-        str(out),
-        "--cache",
-        str(cache),
-        "--mirror",
-        str(mirror),
-    ]
-    return main([*args, "--offline", "--no-progress", *extra])
+    args = ["build", "--corpus", str(corpus_file), "--out", str(out), "--cache", str(cache), "--no-progress"]
+    if isinstance(source, GeneratedCorpus):
+        args += source.source
+    else:
+        args += ["--mirror", str(source), "--offline"]
+    return main([*args, *extra])
 
 
 @pytest.fixture(scope="session")
-def built_sites(tmp_path_factory, mirror_dir) -> BuiltSites:
+def built_sites(tmp_path_factory, generated_corpus) -> BuiltSites:
     """Built once per session; several test modules read these sites (building costs a model load)."""
     root = tmp_path_factory.mktemp("sites")
     cache = root / "cache"
     first = write_corpus(root / "first.toml", SMALL_PAPERS)
-    assert run_build(first, root / "first", cache, mirror_dir) == 0
+    assert run_build(first, root / "first", cache, generated_corpus) == 0
     second = write_corpus(root / "second.toml", (*SMALL_PAPERS, ADDED_PAPER))
-    assert run_build(second, root / "second", cache, mirror_dir) == 0
+    assert run_build(second, root / "second", cache, generated_corpus) == 0
     return BuiltSites(root / "first", root / "second", cache)

@@ -4,9 +4,14 @@ from collections import Counter
 
 import pytest
 
-from builder.stages.postings import build_postings, encode_entry, postings_bytes, shard_postings
 from readingroom_core.analysis import analyze, parse_query
-from readingroom_core.bm25 import BM25Index, decode_entry
+from readingroom_core.bm25 import (
+    BM25Index,
+    build_postings,
+    decode_entry,
+    encode_entry,
+    postings_bytes,
+)
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",
@@ -174,55 +179,9 @@ def test_bytes_are_deterministic_and_compact():
     assert list(json.loads(text)) == sorted(json.loads(text))
 
 
-class CountingLoader:
-    def __init__(self, shards: dict[str, dict]):
-        self.files = {name: postings_bytes(shard).decode() for name, shard in shards.items()}
-        self.loaded: list[str] = []
-
-    def __call__(self, name: str) -> str:
-        self.loaded.append(name)
-        return self.files[name]
-
-
-def test_shards_split_terms_into_ordered_ranges(postings):
-    manifest, shards = shard_postings(postings, max_bytes=300)
-    assert "t" not in manifest and manifest["dl"] == postings["dl"]
-    assert len(shards) > 5
-    ranges = manifest["s"]
-    assert [name for _, _, name in ranges] == list(shards)
-    assert all(first <= last for first, last, _ in ranges)
-    assert all(previous[1] < following[0] for previous, following in zip(ranges, ranges[1:], strict=False))
-    merged = {term: entry for shard in shards.values() for term, entry in shard["t"].items()}
-    assert merged == postings["t"]
-    assert all(len(postings_bytes(shard)) <= 300 + 100 for shard in shards.values() if len(shard["t"]) > 1)
-
-
-@pytest.mark.parametrize("query", QUERIES)
-def test_sharded_index_scores_like_single_file(postings, query):
-    manifest, shards = shard_postings(postings, max_bytes=300)
-    sharded = BM25Index(json.loads(postings_bytes(manifest)), load_shard=CountingLoader(shards))
-    terms = parse_query(query).terms
-    assert sharded.search(terms, k=10) == BM25Index(postings).search(terms, k=10)
-
-
-def test_shards_load_lazily_and_once(postings):
-    manifest, shards = shard_postings(postings, max_bytes=300)
-    loader = CountingLoader(shards)
-    index = BM25Index(manifest, load_shard=loader)
-    assert loader.loaded == []
-    index.search(["dropout"], k=3)
-    assert len(loader.loaded) == 1
-    index.search(["dropout", "dropouts"], k=3)  # loaded range without that term: no second fetch
-    index.search(["zzzz", "0000"], k=3)  # before the first and after the last range
-    assert len(loader.loaded) == 1
-
-
-def test_reader_refuses_unknown_format_and_missing_loader(postings):
+def test_reader_refuses_an_unknown_format(postings):
     with pytest.raises(ValueError, match="format"):
         BM25Index({**postings, "v": 2})
-    manifest, _ = shard_postings(postings, max_bytes=300)
-    with pytest.raises(ValueError, match="load_shard"):
-        BM25Index(manifest)
 
 
 def test_empty_corpus_finds_nothing():

@@ -13,8 +13,8 @@ import pytest
 
 import readingroom_core
 from builder.stages.index import write_index
-from builder.stages.postings import build_postings
 from readingroom_core import engine as engine_module
+from readingroom_core.bm25 import build_postings
 from readingroom_core.engine import (
     Filters,
     QuerySyntaxError,

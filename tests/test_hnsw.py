@@ -10,7 +10,7 @@ import pytest
 from usearch.index import Index
 
 from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
-from readingroom_core.hnsw import UsearchFile, UsearchFormatError, quantize_query
+from readingroom_core.hnsw import UsearchFile, UsearchFormatError
 
 DIMS = 384
 ROWS = 2000
@@ -57,26 +57,6 @@ def test_vector_returns_the_stored_int8_row(reader, built):
         assert reader.vector(int(keys[position])) == rows[position].tolist()
     with pytest.raises(KeyError, match="not in the index"):
         reader.vector(3)
-
-
-def test_quantize_query_matches_the_builder(built, queries):
-    params = built[3]
-    expected = quantize(queries[:20], params.scale)
-    assert [quantize_query(q.tolist(), params.scale) for q in queries[:20]] == expected.tolist()
-
-
-def test_quantized_search_matches_usearch(reader, built, queries):
-    path, _, _, params = built
-    index = Index.restore(str(path))
-    index.expansion_search = 64
-    int8_queries = quantize(queries, params.scale)
-    expected = index.search(int8_queries, 10, threads=1)
-    overlap = 0
-    for query, keys, distances in zip(int8_queries, expected.keys, expected.distances, strict=True):
-        found = reader.search_quantized(query.tolist(), 10, ef=64)
-        overlap += len({key for key, _ in found} & set(keys.tolist()))
-        assert found[0][1] == pytest.approx(float(distances[0]), abs=1e-5)
-    assert overlap / (10 * QUERIES) >= 0.99
 
 
 def test_float_query_search_finds_the_exact_neighbours_of_the_int8_rows(reader, built, queries):

@@ -136,22 +136,6 @@ def test_references_span_excludes_bibliography_but_keeps_appendix(paper):
     assert paper.page_at(start) == pdfgen.PAGE_REFERENCES
 
 
-def test_labelled_references_are_split_into_entries(paper):
-    """Each entry is its two printed lines joined, its continuation line indented under the label."""
-    assert paper.references == [f"{first} {second}".strip() for first, second in pdfgen.LABELLED_REFERENCES]
-    assert paper.references[2].startswith("[3] Dan Reader")
-
-
-def test_hanging_indent_references_are_split_into_entries(tmp_path):
-    paper = parse_pdf(pdfgen.write_paper(tmp_path / "hanging.pdf", references="hanging"), "2401.00002")
-    assert [entry.split(".")[0] for entry in paper.references] == [
-        "Alice Author and Bob Writer",
-        "Carol Scholar",
-        "Dan Reader and Eve Editor",
-    ]
-    assert paper.references[1].endswith("Journal of Layout, pages 1-10.")
-
-
 def test_empty_page_gets_empty_span_and_no_text_flag(paper):
     span = paper.pages[pdfgen.PAGE_EMPTY - 1]
     assert span.start == span.end

@@ -9,32 +9,30 @@ import random
 from pathlib import Path
 
 import pytest
+from support import corpus
 from support.pyodide import encode_queries, missing_runtime, run_in_cpython, run_in_pyodide
 
-from builder.cli import main
-from builder.paths import DEV_QUESTIONS
 from builder.stages.runtime import build_core_wheel
 
-pytestmark = [pytest.mark.pyodide, pytest.mark.mirror]
+pytestmark = pytest.mark.pyodide
 
-PAPERS = ["1910.01108", "2007.01282"]  # DistilBERT (5 pages), Fusion-in-Decoder (6 pages)
 MODES = ["bm25", "dense", "hybrid"]
 SCORE_TOLERANCE = 1e-9  # math.sumprod (3.12+) rounds differently from 3.11's sum(map(mul, ...))
 KEYWORD_QUERIES = [
     "distillation",
     "knowledge distillation loss",
-    "DistilBERT",
-    "fusion-in-decoder passages",
-    '"exact match"',
-    '"passage retrieval" generative',
-    "year:2021 retrieval",
-    "cat:cs.CL BERT",
-    "id:1910.01108 inference speed",
-    "author:izacard passages",
+    "doc2query",
+    "grouped-query attention heads",
+    '"key-value heads"',
+    '"predicted queries" expansion',
+    "year:2023 decoding",
+    "cat:cs.IR passages",
+    "id:2412.19048 inference speed",
+    "author:lindqvist queries",
     "Naïve Café résumé",
     "β-VAE α=0.1 GPT-3",
     "xyzzyqq plugh",
-    "TriviaQA NaturalQuestions",
+    "TriviaQA MS MARCO",
     "",
 ]
 
@@ -52,26 +50,12 @@ def wheel(runtime_ready, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(runtime_ready, tmp_path_factory, mirror_dir) -> Path:
-    tmp = tmp_path_factory.mktemp("pyodide-site")
-    entries = "".join(f'[[paper]]\nid = "{arxiv_id}"\n' for arxiv_id in PAPERS)
-    (tmp / "corpus.toml").write_text(f'[site]\ntitle = "Pyodide parity"\n{entries}', encoding="utf-8")
-    args = [
-        "build",
-        "--corpus",
-        str(tmp / "corpus.toml"),
-        "--out",
-        str(tmp / "site"),
-        "--cache",
-        str(tmp / "cache"),
-    ]
-    assert main([*args, "--mirror", str(mirror_dir), "--offline", "--no-progress"]) == 0
-    return tmp / "site"
+def site(runtime_ready, built_sites) -> Path:
+    return built_sites.second
 
 
 def dev_queries() -> list[str]:
-    with DEV_QUESTIONS.open(encoding="utf-8") as lines:
-        return [json.loads(line)["query"] for line in lines if line.strip()]
+    return corpus.queries()
 
 
 def test_the_wheel_holds_only_the_core(wheel):

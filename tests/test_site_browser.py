@@ -1,24 +1,23 @@
 """The built site in Debian chromium: search in the browser, from the site's own origin, under a sub-path.
 
-One site (the four test papers, base_url "/sub/path/") is built and served on 127.0.0.1. Every page a
+One site (the four generated test papers, base_url "/sub/path/") is built and served on 127.0.0.1. Every page a
 test opens is watched: a request to any other host, a console error or an uncaught exception fails it.
 """
 
-import json
 import shutil
 from urllib.parse import urlsplit
 
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
+from support import corpus
 from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
-from builder.paths import DEV_QUESTIONS
 from readingroom_core.engine import SearchOptions
 
-pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+pytestmark = pytest.mark.browser
 
 BASE = "/sub/path/"
 LOOPBACK = {"127.0.0.1", "localhost"}
@@ -27,11 +26,15 @@ DOC2QUERY = "1904.08375"
 RG_PAPER = ADDED_PAPER  # 1410.3831, the renormalization-group paper
 KEYWORD_QUESTION = "How many predicted queries does doc2query append"
 # Shares no indexed term with the four papers (checked below in bm25 mode); only meaning links it to RG.
-PARAPHRASE = "thermodynamics of perceptrons"
+PARAPHRASE = corpus.PARAPHRASE
+# The pages the generated questions about doc2query name as gold.
+DOC2QUERY_PAGES = {
+    page for row in corpus.questions() for gold in row["relevant"] if gold["arxiv_id"] == DOC2QUERY for page in gold["pages"]
+}
 
 
 @pytest.fixture(scope="module")
-def served_site(built_sites, tmp_path_factory, mirror_dir):
+def served_site(built_sites, tmp_path_factory, generated_corpus):
     """(site folder, its URL on loopback)."""
     if missing_runtime():
         pytest.skip(missing_runtime())
@@ -42,11 +45,11 @@ def served_site(built_sites, tmp_path_factory, mirror_dir):
         f'[[paper]]\nid = "{arxiv_id}"\ntags = ["t{n % 2}"]\n'
         for n, arxiv_id in enumerate((*SMALL_PAPERS, ADDED_PAPER))
     )
-    corpus = root / "corpus.toml"
-    corpus.write_text(f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8")
+    corpus_file = root / "corpus.toml"
+    corpus_file.write_text(f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8")
     cache = root / "cache"
     shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
-    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    assert run_build(corpus_file, root / "site", cache, generated_corpus) == 0
     server, url = serve_in_thread(root / "site")
     yield root / "site", url
     server.shutdown()
@@ -119,7 +122,7 @@ def test_keyword_query_finds_paper_and_page(site_url, watched):
     watched.open(site_url)
     watched.search(KEYWORD_QUESTION)
     arxiv_id, page = watched.hits()[0]
-    assert arxiv_id == DOC2QUERY and page in (2, 7)  # the gold pages in the dev questions
+    assert arxiv_id == DOC2QUERY and page in DOC2QUERY_PAGES
     first = watched.page.query_selector("#results .hit")
     assert first.query_selector("mark") is not None  # highlighted query terms
     assert (
@@ -204,15 +207,17 @@ def test_keyboard_moves_through_results(site_url, watched):
     assert page.evaluate("window.openedLink") == f"https://arxiv.org/pdf/{hits[0][0]}#page={hits[0][1]}"
 
 
-def test_browser_top_ten_equals_the_cli_for_the_dev_questions(served_site, watched):
+def test_browser_top_ten_equals_the_cli_for_many_questions(served_site, watched):
     """Same core, same ONNX encoder: `python -m builder query` and the browser rank the same chunks."""
     site_dir, url = served_site
-    questions = [json.loads(line)["query"] for line in DEV_QUESTIONS.read_text().splitlines() if line.strip()]
+    questions = corpus.queries()
     cli = top_chunk_ids(site_dir, questions, SearchOptions(k=10))
     watched.open(url)
     watched.page.evaluate("window.readingRoom.semanticReady")
     assert watched.page.evaluate(TOP_CHUNK_IDS, [questions, 10]) == cli
-    assert all(len(top) == 10 for top in cli)
+    # Every query finds something; the diversity caps (one result per page) and field filters can leave
+    # fewer than 10 on four five-page papers, but most lists are full.
+    assert all(cli) and sum(len(top) == 10 for top in cli) >= 0.75 * len(cli)
 
 
 SNAPSHOT_SAVED = "() => readingRoom.status().timeline.python_snapshot_saved !== undefined"

@@ -15,8 +15,6 @@ from builder.stages.embed import encode, load_model
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index
 
-pytestmark = pytest.mark.mirror
-
 
 @pytest.fixture(scope="module")
 def site(built_sites):
@@ -114,9 +112,9 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
         assert all(abs(got[d] - expected[d]) < 1e-9 for d in got)
 
 
-def test_two_builds_of_the_same_inputs_are_byte_identical(built_sites, tmp_path, mirror_dir):
+def test_two_builds_of_the_same_inputs_are_byte_identical(built_sites, tmp_path, generated_corpus):
     corpus = write_corpus(tmp_path / "first.toml", SMALL_PAPERS)  # as built_sites.first: from a cold cache
-    assert run_build(corpus, tmp_path / "out", tmp_path / "fresh-cache", mirror_dir) == 0
+    assert run_build(corpus, tmp_path / "out", tmp_path / "fresh-cache", generated_corpus) == 0
     first = json.loads((built_sites.first / "manifest.json").read_text())
     second = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert first["artifacts"] == second["artifacts"]

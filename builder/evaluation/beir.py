@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from builder.evaluation.metrics import evaluate
+from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
 
 MODES = ("bm25", "dense", "hybrid")
@@ -169,14 +170,11 @@ def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) 
     return vectors, True
 
 
-def _json_bytes(data: dict) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[str, bytes]]:
     """(manifest, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each."""
     from builder.stages.index import write_index
-    from builder.stages.postings import build_postings, postings_bytes
+    from readingroom_core import sitedata
+    from readingroom_core.bm25 import build_postings, postings_bytes
 
     texts = dataset.doc_texts
     files: dict[str, bytes] = {}
@@ -186,7 +184,7 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[st
     ):
         text_path = f"data/text/{doc_number}.json"
         chunk = {"id": f"{doc_id}#0", "s": 0, "e": len(text), "t": text}
-        files[text_path] = _json_bytes({"v": 1, "id": doc_id, "first": doc_number, "chunks": [chunk]})
+        files[text_path] = sitedata.paper_text_bytes(doc_id, doc_number, [chunk], [[1, 0, len(text)]])
         papers.append(
             {
                 "id": doc_id,
@@ -200,16 +198,8 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[st
             }
         )
     n = len(texts)
-    files["data/papers.json"] = _json_bytes({"v": 1, "papers": papers})
-    table = {
-        "v": 1,
-        "n": n,
-        "page_start": [1] * n,
-        "page_span": [0] * n,
-        "section": [0] * n,
-        "sections": [""],
-    }
-    files["data/chunks.json"] = _json_bytes(table)
+    files["data/papers.json"] = sitedata.papers_bytes(papers)
+    files["data/chunks.json"] = sitedata.chunk_table_bytes([(1, 1, "")] * n)
     files["data/postings.json"] = postings_bytes(build_postings(texts))
     with tempfile.TemporaryDirectory(prefix="readingroom-beir-") as scratch:
         index_path = Path(scratch) / "vectors.usearch"
@@ -287,7 +277,7 @@ def evaluate_dataset(
     log: Callable[[str], None] = lambda message: None,
 ) -> BeirResult:
     """Embed (or reuse) the corpus, build the in-memory site, run every query in every mode, score."""
-    import onnxruntime  # noqa: F401  (before usearch, which write_index imports: the other order segfaults)
+    load_onnxruntime_first()
 
     from builder.paths import bundled_model_dir
     from builder.stages.embed import load_model, weights_sha256

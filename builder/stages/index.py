@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from builder.offline import load_onnxruntime_first
+
 USEARCH_VERSION = "2.26.6"
 INT8_LIMIT = 127
 # Percentile of |x_i| (over all components) that maps to 127. scripts/quantization_study.py: with a float
@@ -84,7 +86,7 @@ def write_index(
 
     Without `params` the scale is calibrated on `vectors`. Returns the parameters the file was built with.
     """
-    import onnxruntime  # noqa: F401  (imported after usearch, onnxruntime 1.31.1 segfaults)
+    load_onnxruntime_first()
     from usearch.index import Index
 
     _check_usearch_version()

@@ -6,7 +6,6 @@ indexed, the counts, and the tool versions, so a site can be checked and reprodu
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -16,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from builder.stages.embed import ModelIdentity
-from builder.stages.store import FORMAT_VERSION, Artifact
+from builder.stages.store import Artifact
+from readingroom_core.sitedata import FORMAT_VERSION, MANIFEST_FILE, manifest_bytes
+from readingroom_core.sitedata import read_manifest as parse_manifest
 
-MANIFEST_FILE = "manifest.json"
 TOOLS = (
     "readingroom",
     "pymupdf",
@@ -83,7 +83,7 @@ def make_manifest(
 
 def write_manifest(site_dir: Path, manifest: dict[str, Any]) -> Path:
     path = site_dir / MANIFEST_FILE
-    path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_bytes(manifest_bytes(manifest))
     return path
 
 
@@ -91,4 +91,4 @@ def read_manifest(site_dir: Path) -> dict[str, Any]:
     path = site_dir / MANIFEST_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: build the site first (`python -m builder build`)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return parse_manifest(path.read_bytes())

@@ -172,13 +172,12 @@ def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
     text = "\n\n".join(texts)
 
     sections = _sections(placed, body_size)
-    references_span, references = _references(placed, sections, len(text), vocabulary)
+    references_span = _references(sections, len(text))
     return ParsedPaper(
         arxiv_id=arxiv_id,
         text=text,
         pages=spans,
         sections=sections,
-        references=references,
         references_span=references_span,
         page_count=len(raw_pages),
         flags=flags,
@@ -755,45 +754,11 @@ def _level(title: str, earlier: list[Section]) -> int:
 
 # --- references ----------------------------------------------------------------------------------
 
-_LABEL = re.compile(r"^\[\d{1,3}\]")
-_NUMBER_LABEL = re.compile(r"^\d{1,3}\.\s")
-
-
-def _references(
-    placed: list[tuple[int, Paragraph]], sections: list[Section], text_length: int, vocabulary: _Vocabulary
-) -> tuple[tuple[int, int] | None, list[str]]:
-    """The bibliography's span (heading to next heading or end) and its entries."""
+def _references(sections: list[Section], text_length: int) -> tuple[int, int] | None:
+    """The bibliography's span (its heading to the next heading or the end), kept out of the chunks."""
     for index, section in enumerate(sections):
         bare = _NUMBERED.sub(r"\g<title>", section.title) if _NUMBERED.match(section.title) else section.title
         if _REFERENCES.match(bare.rstrip(".: ")):
             end = sections[index + 1].start - 2 if index + 1 < len(sections) else text_length
-            paragraphs = [p for _, p in placed if section.start < p.start < end]
-            return (section.start, end), _entries(paragraphs, vocabulary)
-    return None, []
-
-
-def _entries(paragraphs: list[Paragraph], vocabulary: _Vocabulary) -> list[str]:
-    lines = [line for paragraph in paragraphs for line in paragraph.lines]
-    if not lines:
-        return []
-    labelled = sum(bool(_LABEL.match(line.text)) for line in lines) >= 3
-    numbered = not labelled and sum(bool(_NUMBER_LABEL.match(line.text)) for line in lines) >= 3
-    entries: list[list[Line]] = []
-    for paragraph in paragraphs:
-        for position, line in enumerate(paragraph.lines):
-            if labelled:
-                starts = bool(_LABEL.match(line.text)) or not entries
-            elif numbered:
-                starts = bool(_NUMBER_LABEL.match(line.text)) or not entries
-            else:
-                previous = paragraph.lines[position - 1] if position else None
-                if previous is None:
-                    starts = not (entries and line.text[0].islower())
-                else:
-                    outdented = line.x0 < previous.x0 - 3 and line.baseline > previous.baseline
-                    starts = previous.column == line.column and outdented
-            if starts:
-                entries.append([line])
-            else:
-                entries[-1].append(line)
-    return [_join_lines(entry, vocabulary) for entry in entries]
+            return section.start, end
+    return None

@@ -1,7 +1,8 @@
 """Render the site's HTML pages and copy the browser runtime next to the data files.
 
-Everything here reads the already-written site (manifest + papers file + vectors), so a site can be
-re-rendered without re-embedding. Pages are jinja2 templates with autoescape on: titles, abstracts and
+The build hands render what it holds in memory (manifest, paper records, int8 vector rows);
+`render_site` reads the same from an already-written site, so a site can be re-rendered without
+re-embedding. Pages are jinja2 templates with autoescape on: titles, abstracts and
 notes come from arXiv and the reading list and are treated as untrusted. Every internal link starts
 with the site's `base_url`, so a site built for "/my-list/" works under that prefix (GitHub Pages).
 
@@ -32,6 +33,7 @@ from builder.stages.report import BuildReport
 from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
 from builder.stages.store import Artifact, safe_stem, write_hashed
 from readingroom_core.hnsw import UsearchFile
+from readingroom_core.sitedata import MANIFEST_FILE, read_papers
 
 TEMPLATES_DIR = REPO_ROOT / "site_templates"
 RUNTIME_SOURCES = WASM_DIR / "runtime"
@@ -56,20 +58,38 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 
 
 def render_site(out_dir: Path, manifest: dict, settings: Settings, report: BuildReport) -> list[Artifact]:
-    """Write index, paper, corpus and about pages plus the runtime; update the manifest; return the
-    runtime artifacts."""
+    """Re-render an already-written site from its files and save its manifest with the new runtime."""
+    out_dir = Path(out_dir)
+    files = manifest["files"]
+    papers = read_papers((out_dir / files["papers"]).read_bytes(), files["papers"])
+    artifacts = render_pages(out_dir, manifest, settings, report, papers, stored_rows(out_dir / files["vectors"]))
+    manifest_io.write_manifest(out_dir, manifest)
+    return artifacts
+
+
+def render_pages(
+    out_dir: Path, manifest: dict, settings: Settings, report: BuildReport, papers: list[dict], rows: np.ndarray
+) -> list[Artifact]:
+    """Write index, paper, corpus and about pages plus the runtime; add the runtime to `manifest` (the
+    caller saves it); return the runtime artifacts. `rows`: the int8 vector rows, by doc id."""
     out_dir = Path(out_dir)
     for name in RENDERED_DIRS:  # hashed names change build to build; these folders are ours alone
         shutil.rmtree(out_dir / name, ignore_errors=True)
     runtime, artifacts = copy_runtime(out_dir)
     runtime["artifacts"] = [asdict(a) for a in sorted(artifacts, key=lambda a: a.path)]
     manifest["runtime"] = runtime
-    manifest_io.write_manifest(out_dir, manifest)
-    papers = json.loads((out_dir / manifest["files"]["papers"]).read_text(encoding="utf-8"))["papers"]
-    related = related_papers(out_dir / manifest["files"]["vectors"], papers)
     pages = SitePages(out_dir, manifest, settings, report, papers)
-    pages.write_all(related)
+    pages.write_all(related_papers(rows, papers))
     return artifacts
+
+
+def stored_rows(vectors_path: Path) -> np.ndarray:
+    """The int8 rows of a written vector file, by key (doc id), as `readingroom_core.hnsw` reads them."""
+    index = UsearchFile.from_bytes(vectors_path.read_bytes())  # checks the format, knows the layout
+    rows = np.frombuffer(index.int8_rows(), dtype=np.int8).reshape(index.size, index.dimensions)
+    by_key = np.empty_like(rows)
+    by_key[np.array(index.keys, dtype=np.int64)] = rows  # keys are doc ids
+    return by_key
 
 
 # --- runtime -----------------------------------------------------------------------------------------
@@ -138,18 +158,12 @@ def write_plain(out_dir: Path, relative: str, data: bytes) -> Artifact:
 # --- related papers ----------------------------------------------------------------------------------
 
 
-def related_papers(vectors_path: Path, papers: list[dict], count: int = RELATED_COUNT) -> dict[str, list]:
-    """For each paper id, the `count` papers whose mean chunk vector is closest: [(paper, cosine)]."""
+def related_papers(rows: np.ndarray, papers: list[dict], count: int = RELATED_COUNT) -> dict[str, list]:
+    """For each paper id, the `count` papers whose mean chunk vector is closest: [(paper, cosine)].
+    `rows`: the int8 vector rows by doc id (what the site's search scores against)."""
     if len(papers) < 2:
         return {paper["id"]: [] for paper in papers}
-    data = vectors_path.read_bytes()
-    index = UsearchFile.from_bytes(data)  # checks the format and gives the key of each row
-    rows = np.frombuffer(data, dtype=np.int8, count=index.size * index.dimensions, offset=8).reshape(
-        index.size, index.dimensions
-    )
-    by_key = np.empty_like(rows)
-    by_key[np.array(index.keys, dtype=np.int64)] = rows  # keys are doc ids
-    units = by_key.astype(np.float32)
+    units = np.asarray(rows).astype(np.float32)
     units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
     means = np.stack([units[first : first + n].mean(axis=0) for first, n in (p["chunks"] for p in papers)])
     means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
@@ -236,7 +250,7 @@ class SitePages:
         base, runtime = self.manifest["base_url"], self.manifest["runtime"]
         return {
             "base": base,
-            "manifest": base + manifest_io.MANIFEST_FILE,
+            "manifest": base + MANIFEST_FILE,
             "worker": base + runtime["worker"],
             "wheel": base + runtime["wheel"],
             "pyodide": base + runtime["pyodide"],

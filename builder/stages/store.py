@@ -1,28 +1,17 @@
-"""The site's data files: content-hashed, compact, and split so the browser loads only what it shows.
+"""Putting the site's files on disk: content-hashed names (`<stem>.<hash12><ext>`, so a visitor's cache
+never serves stale data), and the build's data as the plain rows the formats take.
 
-Layout (all paths relative to the site root, all named `<stem>.<hash12>.<ext>` so a visitor's cache
-can never serve stale data):
-- `data/papers.*.json`   paper metadata, sections, and where each paper's chunks sit;
-- `data/chunks.*.json`   the chunk table loaded at start: page span and section of every chunk
-                         (columnar), enough to filter and cite without any chunk text;
-- `data/text/<id>.*.json` one file per paper with its chunks' ids, offsets and text, and each page's
-                         offsets, fetched when a result from that paper is shown or cited;
-- `data/postings.*.json`, `data/vectors.*.usearch`, `model/*`: the retrieval artifacts.
-A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
-postings and its key in the USearch file.
+The formats themselves (layout, version, writer beside reader) live in `readingroom_core.sitedata`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builder.models import Chunk, PageSpan, PaperMeta
-
-FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -30,10 +19,6 @@ class Artifact:
     path: str  # relative to the site root, with forward slashes
     bytes: int
     sha256: str
-
-
-def compact_json(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> Artifact:
@@ -54,18 +39,15 @@ def year_of(meta: PaperMeta) -> int | None:
     return int(date[:4]) if date[:4].isdigit() else None
 
 
-def paper_text_file(arxiv_id: str, first: int, chunks: list[Chunk], pages: list[PageSpan]) -> bytes:
-    """`pages` lists [page, start, end) of every page in the chunks' offsets, so a cited page's text can
-    be rebuilt from the chunks and a quote checked against exactly that page."""
-    return compact_json(
-        {
-            "v": FORMAT_VERSION,
-            "id": arxiv_id,
-            "first": first,
-            "chunks": [{"id": c.chunk_id, "s": c.char_start, "e": c.char_end, "t": c.text} for c in chunks],
-            "pages": [[p.page, p.start, p.end] for p in pages],
-        }
-    )
+def text_rows(chunks: list[Chunk]) -> list[dict]:
+    """A paper's chunks as its text file stores them (sitedata.paper_text_bytes)."""
+    return [{"id": c.chunk_id, "s": c.char_start, "e": c.char_end, "t": c.text} for c in chunks]
+
+
+def page_rows(pages: list[PageSpan]) -> list[list[int]]:
+    """[page, start, end) of every page in the paper's text offsets, so a cited page's text can be
+    rebuilt from the chunks and a quote checked against exactly that page."""
+    return [[p.page, p.start, p.end] for p in pages]
 
 
 def paper_record(meta: PaperMeta, extra: dict[str, Any], first: int, count: int, text_path: str) -> dict:
@@ -88,15 +70,6 @@ def paper_record(meta: PaperMeta, extra: dict[str, Any], first: int, count: int,
     }
 
 
-def chunk_table(chunks: list[Chunk]) -> dict[str, Any]:
-    """Columnar, so 20k chunks cost a few hundred KB; section titles are stored once."""
-    titles: dict[str, int] = {}
-    section = [titles.setdefault(c.section, len(titles)) for c in chunks]
-    return {
-        "v": FORMAT_VERSION,
-        "n": len(chunks),
-        "page_start": [c.page_start for c in chunks],
-        "page_span": [c.page_end - c.page_start for c in chunks],
-        "section": section,
-        "sections": list(titles),
-    }
+def table_rows(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
+    """Chunks as the chunk table stores them (sitedata.chunk_table_bytes)."""
+    return [(c.page_start, c.page_end, c.section) for c in chunks]

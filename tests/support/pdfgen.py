@@ -34,14 +34,6 @@ LABELLED_REFERENCES = [
     ("[2] Carol Scholar. Parsing two columns without tears. Journal of Layout, 2021.", ""),
     ("[3] Dan Reader and Eve Editor. Hyphens, ligatures and other things. In Workshop on", "Text, 2019."),
 ]
-HANGING_REFERENCES = [
-    (
-        "Alice Author and Bob Writer. 2020. A study of synthetic documents. In Proceedings",
-        "of the Conference.",
-    ),
-    ("Carol Scholar. 2021. Parsing two columns without tears. Journal of Layout, pages", "1-10."),
-    ("Dan Reader and Eve Editor. 2019. Hyphens, ligatures and other things. In Workshop", "on Text."),
-]
 APPENDIX_TEXT = "The appendix holds extra results that must stay searchable after the references."
 GARBLED = "\ue000\ue001\ue002\ue003 \ue004\ue005\ue006 \ue007\ue008\ue009\ue00a\ue00b"
 
@@ -79,7 +71,7 @@ def _margins(page: pymupdf.Page, number: int) -> None:
     page.insert_text((PAGE_WIDTH / 2 - 20, 760), PAGE_NUMBER_STYLES[number], fontsize=9)
 
 
-def write_paper(path: Path, references: str = "labelled") -> Path:
+def write_paper(path: Path) -> Path:
     """A five-page paper: intro, two-column page, empty page, references + appendix, garbled page."""
     doc = pymupdf.open()
 
@@ -108,12 +100,10 @@ def write_paper(path: Path, references: str = "labelled") -> Path:
     page = doc.new_page(width=PAGE_WIDTH, height=PAGE_HEIGHT)
     _margins(page, 4)
     y = _heading(page, 72, 90, "References")
-    entries = LABELLED_REFERENCES if references == "labelled" else HANGING_REFERENCES
-    indent = 16 if references == "labelled" else 12
-    for first, second in entries:
+    for first, second in LABELLED_REFERENCES:
         y = _lines(page, 72, y, [first])
         if second:
-            y = _lines(page, 72 + indent, y, [second])
+            y = _lines(page, 72 + 16, y, [second])
         y += 4
     y = _heading(page, 72, y + 16, "A Appendix Details")
     _lines(page, 72, y, [APPENDIX_TEXT])

@@ -1,14 +1,12 @@
-"""BM25 over the postings JSON that `builder.stages.postings` writes; runs in CPython and Pyodide alike.
+"""BM25 postings: their writer (the build) and their reader (CPython and Pyodide alike).
 
-Postings format, version 1 (short keys keep the file small; all numbers are JSON ints except the params):
+Postings format (sitedata.FORMAT_VERSION) (short keys keep the file small; all numbers are JSON ints except the params):
 
     {"v": 1, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length, "dl": [length of doc 0, ...],
      "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
 
 Doc ids are chunk positions 0..N-1; the first delta is the first id. Term frequencies are left out when
-all are 1, which is most rare terms. A large index replaces "t" by "s": [[first term, last term, shard
-name], ...] in term order, and each shard file is {"v": 1, "t": {...}} for that term range, fetched only
-when a query needs one of its terms.
+all are 1, which is most rare terms.
 """
 
 from __future__ import annotations
@@ -16,13 +14,46 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
-FORMAT_VERSION = 1
+from readingroom_core.analysis import analyze
+from readingroom_core.sitedata import FORMAT_VERSION
 
-ShardLoader = Callable[[str], str | bytes]  # shard name -> its JSON text
+
+def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> dict:
+    """Postings for `docs`, whose positions are their doc ids (chunk order); terms come from
+    `analysis.analyze`, the code that analyses queries."""
+    by_term: dict[str, list[tuple[int, int]]] = {}
+    doc_lengths: list[int] = []
+    for doc_id, text in enumerate(docs):
+        terms = analyze(text)
+        doc_lengths.append(len(terms))
+        for term, frequency in Counter(terms).items():
+            by_term.setdefault(term, []).append((doc_id, frequency))
+    return {
+        "v": FORMAT_VERSION,
+        "n": len(doc_lengths),
+        "k1": k1,
+        "b": b,
+        "avgdl": sum(doc_lengths) / len(doc_lengths) if doc_lengths else 0.0,
+        "dl": doc_lengths,
+        "t": {term: encode_entry(by_term[term]) for term in sorted(by_term)},
+    }
+
+
+def encode_entry(postings: list[tuple[int, int]]) -> list[list[int]]:
+    """[doc id deltas] or [doc id deltas, frequencies] for ascending (doc id, frequency) pairs."""
+    doc_ids = [doc_id for doc_id, _ in postings]
+    deltas = [doc_ids[0]] + [later - earlier for earlier, later in zip(doc_ids, doc_ids[1:], strict=False)]
+    frequencies = [frequency for _, frequency in postings]
+    return [deltas] if all(frequency == 1 for frequency in frequencies) else [deltas, frequencies]
+
+
+def postings_bytes(data: dict) -> bytes:
+    """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 def decode_entry(entry: list[list[int]]) -> tuple[list[int], list[int]]:
@@ -43,22 +74,16 @@ def _check_version(data: dict, what: str) -> None:
 
 
 class BM25Index:
-    """Okapi BM25 (with the classic (k1 + 1) numerator) over a postings dict or a sharded manifest."""
+    """Okapi BM25 (with the classic (k1 + 1) numerator) over a postings dict."""
 
-    def __init__(self, postings: dict, load_shard: ShardLoader | None = None):
+    def __init__(self, postings: dict):
         _check_version(postings, "index")
         self.n_docs: int = postings["n"]
         self.k1: float = postings["k1"]
         self.b: float = postings["b"]
         self.avgdl: float = postings["avgdl"]
         self.doc_lengths: list[int] = postings["dl"]
-        self._terms: dict[str, list] = dict(postings.get("t", {}))
-        self._shards: list[list[str]] = postings.get("s", [])
-        self._shard_firsts = [first for first, _, _ in self._shards]
-        self._loaded_shards: set[str] = set()
-        if self._shards and load_shard is None:
-            raise ValueError("a sharded index needs load_shard to fetch its term shards")
-        self._load_shard = load_shard
+        self._terms: dict[str, list] = postings["t"]
         self._decoded: dict[str, tuple[list[int], list[int]] | None] = {}
         average = self.avgdl or 1.0
         self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
@@ -67,24 +92,8 @@ class BM25Index:
         """(doc ids, term frequencies) of `term`, or None when no document has it."""
         if term not in self._decoded:
             entry = self._terms.get(term)
-            if entry is None and self._ensure_shard_for(term):
-                entry = self._terms.get(term)
             self._decoded[term] = decode_entry(entry) if entry is not None else None
         return self._decoded[term]
-
-    def _ensure_shard_for(self, term: str) -> bool:
-        """Load the shard whose term range holds `term`; False when no shard can hold it."""
-        index = bisect_right(self._shard_firsts, term) - 1
-        if index < 0:
-            return False
-        first, last, name = self._shards[index]
-        if term > last or name in self._loaded_shards:
-            return False
-        shard = json.loads(self._load_shard(name))
-        _check_version(shard, f"shard {name}")
-        self._terms.update(shard["t"])
-        self._loaded_shards.add(name)
-        return True
 
     def search(
         self, query_terms: Iterable[str], k: int, allowed: Callable[[int], bool] | None = None

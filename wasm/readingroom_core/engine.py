@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from readingroom_core.fusion import (
     weighted_score_fusion,
 )
 from readingroom_core.hnsw import UsearchFile
+from readingroom_core.sitedata import read_chunk_table, read_paper_text, read_papers
 from readingroom_core.snippets import make_snippet
 
 try:
@@ -42,7 +42,6 @@ except ImportError:  # Python < 3.12
         return sum(map(mul, a, b))
 
 
-FORMAT_VERSION = 1
 MODES = ("hybrid", "bm25", "dense")
 FUSIONS = ("weighted", "rrf")
 RETRIEVERS = ("bm25", "dense")
@@ -201,13 +200,6 @@ def check_options(options: SearchOptions) -> None:
 # --- loading -----------------------------------------------------------------------------------------
 
 
-def _load_json(data: bytes | str, what: str) -> dict:
-    loaded = json.loads(data)
-    if loaded.get("v") != FORMAT_VERSION:
-        raise ValueError(f"{what} has format {loaded.get('v')!r}; this reader knows {FORMAT_VERSION}")
-    return loaded
-
-
 def _bare_id(arxiv_id: str) -> str:
     return _ARXIV_VERSION_RE.sub("", arxiv_id.strip().lower())
 
@@ -285,8 +277,8 @@ class SearchEngine:
         self.manifest = manifest
         self.read = read
         self._vectors_path: str = files["vectors"]
-        self.papers: list[dict] = _load_json(read(files["papers"]), files["papers"])["papers"]
-        table = _load_json(read(files["chunks"]), files["chunks"])
+        self.papers: list[dict] = read_papers(read(files["papers"]), files["papers"])
+        table = read_chunk_table(read(files["chunks"]), files["chunks"])
         self.n_chunks: int = table["n"]
         self._page_start: list[int] = table["page_start"]
         self._page_span: list[int] = table["page_span"]
@@ -294,11 +286,7 @@ class SearchEngine:
         self._section_titles: list[str] = table["sections"]
         self._paper_of = self._paper_of_each_chunk()
         self._paper_keys = [_PaperKeys.of(paper) for paper in self.papers]
-        postings_dir = posixpath.dirname(files["postings"])
-        self._bm25 = BM25Index(
-            json.loads(read(files["postings"])),
-            load_shard=lambda name: read(posixpath.join(postings_dir, name)),
-        )
+        self._bm25 = BM25Index(json.loads(read(files["postings"])))
         if self._bm25.n_docs != self.n_chunks:
             raise ValueError(
                 f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
@@ -342,7 +330,7 @@ class SearchEngine:
         data = self._texts.get(paper_index)
         if data is None:
             paper = self.papers[paper_index]
-            data = _load_json(self.read(paper["text"]), paper["text"])
+            data = read_paper_text(self.read(paper["text"]), paper["text"])
             if data["first"] != paper["chunks"][0] or len(data["chunks"]) != paper["chunks"][1]:
                 raise ValueError(f"{paper['text']} does not hold the chunks the papers file lists")
             self._texts[paper_index] = data

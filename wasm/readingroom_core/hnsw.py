@@ -5,13 +5,10 @@ distance is one `math.sumprod` (3.12+) or `sum(map(mul, ...))` over a 384-byte r
 offset-binary `bytes` (value + 128): iterating bytes yields cached small ints, which is the fastest
 row type measured, and the offset is undone with precomputed per-row sums.
 
-Two ways to score a query:
-- `search` keeps the float query's precision (as 15-bit integers, see there) and scores it against the
-  int8 rows (asymmetric). It walks the graph exactly like usearch, with better distances; the default. On MiniLM passages it
-  matched rescoring 4k int8-query candidates (top-10 recall vs exact float32 0.987 at ef 64, HNSW
-  recall vs exact scan 0.993), so no separate rescoring step is needed (scripts/quantization_study.py).
-- `search_quantized` takes the query cast to int8 like the stored rows (`quantize_query`) and
-  reproduces usearch's own i8 cosine, so its results match `usearch.index.Index.search`.
+`search` keeps the float query's precision (as 15-bit integers, see there) and scores it against the
+int8 rows (asymmetric). It walks the graph exactly like usearch, with better distances. On MiniLM
+passages it matched rescoring 4k int8-query candidates (top-10 recall vs exact float32 0.987 at ef 64,
+HNSW recall vs exact scan 0.993), so no separate rescoring step is needed (scripts/quantization_study.py).
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ except ImportError:  # Python < 3.12
         return sum(map(mul, a, b))
 
 
+ROWS_AT = 8  # the vector block follows the (rows, bytes per row) header
 MAGIC = b"usearch"
 PINNED_VERSION = (2, 26, 6)
 METRIC_COS = ord("c")
@@ -38,7 +36,6 @@ SCALAR_I8 = 23
 SCALAR_NAMES = {1: "b1x8", 11: "f32", 12: "f16", 23: "i8"}  # usearch 2.10+ codes, for error messages
 KEY_U64 = 14
 SLOT_U32 = 15
-INT8_LIMIT = 127
 OFFSET = 128
 QUERY_RESOLUTION = 32767  # largest query component in `search`, as an integer
 _TO_OFFSET_BINARY = bytes((i ^ 0x80) for i in range(256))  # two's-complement int8 -> value + 128
@@ -51,23 +48,14 @@ class UsearchFormatError(ValueError):
     """The bytes are not an index this reader can search; the message says what to rebuild."""
 
 
-def quantize_query(query: Sequence[float], scale: float) -> list[int]:
-    """The stored rows' cast (builder.stages.index.quantize): unit vector * scale, round half even, clip +-127."""
-    norm = math.sqrt(_dot(query, query))
-    if norm == 0:
-        return [0] * len(query)
-    return [max(-INT8_LIMIT, min(INT8_LIMIT, round(x / norm * scale))) for x in query]
-
-
 class UsearchFile:
     """One HNSW index held in memory: rows, per-row norms, and the graph read lazily from the bytes."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data = bytes(data)
         self._parse_header(data)
-        dims = self.dimensions
-        self._rows = data[8 : 8 + self.size * dims].translate(_TO_OFFSET_BINARY)
-        self._inverse_norms, self._squares = self._row_norms()
+        self._rows = self.int8_rows().translate(_TO_OFFSET_BINARY)
+        self._inverse_norms = self._row_norms()
         self._slot_of_key = {key: slot for slot, key in enumerate(self.keys)}
         if len(self._slot_of_key) != self.size:
             raise UsearchFormatError(
@@ -82,7 +70,7 @@ class UsearchFile:
         if len(data) < 8:
             raise UsearchFormatError(f"file is {len(data)} bytes, too short for a usearch index")
         rows, row_bytes = struct.unpack_from("<II", data, 0)
-        head = 8 + rows * row_bytes
+        head = ROWS_AT + rows * row_bytes
         if data[head : head + 7] != MAGIC:
             raise UsearchFormatError(
                 "no 'usearch' magic after the vector block: not a usearch 2.x index saved with 32-bit "
@@ -151,23 +139,26 @@ class UsearchFile:
         self._levels = levels
         self.keys = tuple(struct.unpack_from("<Q", data, at)[0] for at in offsets)
 
-    def _row_norms(self) -> tuple[list[float], list[int]]:
-        """1/norm and squared norm of every row, once at load: most of a distance's cost otherwise."""
+    def _row_norms(self) -> list[float]:
+        """1/norm of every row, once at load: most of a distance's cost otherwise."""
         dims, rows = self.dimensions, self._rows
-        inverse_norms, squares = [], []
+        inverse_norms = []
         for start in range(0, self.size * dims, dims):
             row = rows[start : start + dims]
             square = _dot(row, row) - 2 * OFFSET * sum(row) + OFFSET * OFFSET * dims  # undo the +128
-            squares.append(square)
             inverse_norms.append(1 / math.sqrt(square) if square else 0.0)
-        return inverse_norms, squares
+        return inverse_norms
+
+    def int8_rows(self) -> bytes:
+        """The stored rows, slot by slot (`keys[slot]` is each row's key), as signed int8 bytes."""
+        return self._data[ROWS_AT : ROWS_AT + self.size * self.dimensions]
 
     def vector(self, key: int) -> list[int]:
         """The stored int8 row of `key`."""
         slot = self._slot_of_key.get(key)
         if slot is None:
             raise KeyError(f"key {key} is not in the index")
-        start = 8 + slot * self.dimensions
+        start = ROWS_AT + slot * self.dimensions
         return memoryview(self._data)[start : start + self.dimensions].cast("b").tolist()
 
     def _neighbors(self, slot: int, level: int) -> tuple[int, ...]:
@@ -217,27 +208,6 @@ class UsearchFile:
             start = slot * dims
             product = _dot(fine, rows[start : start + dims]) - offset_term
             return 1.0 - product * inverse_query_norm * inverse_norms[slot]
-
-        return self._search(distance, k, ef)
-
-    def search_quantized(self, query: Sequence[int], k: int, ef: int = 64) -> list[tuple[int, float]]:
-        """usearch's own search with an int8 query (see `quantize_query`); same keys as Index.search."""
-        self._check_query(query)
-        query = [int(x) for x in query]
-        if any(not -OFFSET <= x < OFFSET for x in query):
-            raise ValueError("quantized query values must lie in [-128, 127]; use quantize_query()")
-        offset_term = OFFSET * sum(query)
-        query_square = _dot(query, query)
-        rows, dims, squares = self._rows, self.dimensions, self._squares
-
-        def distance(slot: int) -> float:
-            start = slot * dims
-            product = _dot(query, rows[start : start + dims]) - offset_term
-            if query_square == 0 and squares[slot] == 0:
-                return 0.0
-            if product == 0:
-                return 1.0
-            return max(0.0, 1.0 - product / math.sqrt(query_square * squares[slot]))
 
         return self._search(distance, k, ef)
 
