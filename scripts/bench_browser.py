@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 from builder.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
 from builder.serve import serve_in_thread
@@ -97,7 +97,7 @@ class Transfers:
 def load(page, url: str) -> dict:
     transfers = Transfers(page)
     page.goto(f"{url}?q={quote(FIRST_QUERY)}")
-    page.wait_for_function("window.firstHitMs !== undefined")
+    wait_for(page, "window.firstHitMs !== undefined")
     keyword_ms = page.evaluate("window.firstHitMs")
     semantic = page.evaluate(SEMANTIC_TIMING, FIRST_QUERY)
     page.wait_for_load_state("networkidle")

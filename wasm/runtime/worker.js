@@ -1,7 +1,8 @@
 // The search engine's thread: Pyodide runs the readingroom_core package (keyword search first), then
 // ONNX Runtime Web embeds queries (semantic search). Every file comes from the site's own origin.
 //
-// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters}
+// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters},
+//               {type: "evidence", id, question, history, budget}, {type: "verify", id, answer, evidence: {sources, pages}}
 // Messages out: {type: "progress", stage, bytes, kinds, timeline, python_start},
 //               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
 //               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error}
@@ -85,6 +86,41 @@ def search(request_json, vector):
         }
         for hit in hits
     ]})
+`;
+
+// Ask mode's entry points, in the bridge's namespace (engine, papers_by_id): evidence and verification
+// are the core's (readingroom_core.answers), as `python -m builder ask` runs them.
+const ASK_BRIDGE = `
+from readingroom_core import answers
+from readingroom_core.engine import QuerySyntaxError
+
+
+def _previous_turn(history):
+    return answers.Turn(str(history[-1]["question"]), str(history[-1]["answer"])) if history else None
+
+
+def ask_retrieval_query(request_json):
+    """The text the worker embeds: the question, after the previous one in a follow-up."""
+    request = json.loads(request_json)
+    return answers.retrieval_query(request["question"], _previous_turn(request.get("history")))
+
+
+def ask_evidence(request_json, vector):
+    request = json.loads(request_json)
+    query_vector = None if vector is None else list(vector.to_py())
+    try:
+        found = answers.evidence(engine, request, query_vector)
+    except (answers.PromptTooLong, QuerySyntaxError, ValueError) as error:
+        return json.dumps({"error": str(error)})
+    for source in found["sources"]:  # what the BibTeX export needs
+        paper = papers_by_id[source["arxiv_id"]]
+        source.update(authors=paper["authors"], year=paper["year"], categories=paper.get("categories", []))
+    return json.dumps(found)
+
+
+def verify_answer(request_json):
+    request = json.loads(request_json)
+    return json.dumps(answers.verify(request["answer"], request["evidence"]))
 `;
 
 const PROGRESS_INTERVAL_MS = 200;
@@ -191,6 +227,7 @@ const CORE_IMPORTS = `
 import importlib, json, sysconfig
 import readingroom_core.analysis, readingroom_core.bm25, readingroom_core.engine, readingroom_core.fusion
 import readingroom_core.hnsw, readingroom_core.snippets, readingroom_core.tokenizer
+import readingroom_core.answers, readingroom_core.citations
 `;
 let snapshotToSave = null;
 
@@ -280,6 +317,7 @@ async function startKeyword() {
   pyodide.registerJsModule("rr_io", { manifest_text: text, read_sync: readSync });
   const namespace = pyodide.globals.get("dict")();
   pyodide.runPython(PYTHON_BRIDGE, { globals: namespace });
+  pyodide.runPython(ASK_BRIDGE, { globals: namespace });
   core = namespace;
   mark("keyword_ready");
   resolveKeyword();
@@ -343,6 +381,22 @@ async function search({ id, query, k, mode, filters }) {
   return { id, ...reply, semantic: vector !== null, timings };
 }
 
+// Ask mode: the evidence for a question (sources and the prompt, fitted to the token budget) and the
+// verdict on an answer's citations, both from the core (ASK_BRIDGE); the provider call is the page's.
+async function evidence({ id, question, history, budget }) {
+  await keywordReady;
+  const request = JSON.stringify({ question, history, budget });
+  const vector = semanticReady ? await embed(core.get("ask_retrieval_query")(request)) : null;
+  return { id, ...JSON.parse(core.get("ask_evidence")(request, vector ?? undefined)) };
+}
+
+async function verify({ id, answer, evidence }) {
+  await keywordReady;
+  return { id, ...JSON.parse(core.get("verify_answer")(JSON.stringify({ answer, evidence }))) };
+}
+
+const REQUESTS = { search, evidence, verify };
+
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     mark("worker_started");
@@ -354,10 +408,10 @@ self.onmessage = async ({ data }) => {
     } catch (error) {
       self.postMessage({ type: "failed", error: String(error && error.message ? error.message : error), stage });
     }
-  } else if (data.type === "search") {
+  } else if (REQUESTS[data.type]) {
     let reply;
     try {
-      reply = await search(data);
+      reply = await REQUESTS[data.type](data);
     } catch (error) {
       reply = { id: data.id, error: String(error && error.message ? error.message : error) };
     }
