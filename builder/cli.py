@@ -10,6 +10,7 @@ from pathlib import Path
 
 from builder import __version__, config, fetch
 from builder.beir import add_beir_command, run_beir_command
+from builder.commands.ask import add_ask_command, run_ask_command
 from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
 
 DESCRIPTION = """\
@@ -154,6 +155,7 @@ def make_parser() -> argparse.ArgumentParser:
     stats.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     _serve_args(commands)
+    add_ask_command(commands)
     return parser
 
 
@@ -402,7 +404,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.questions}: no such questions file")
     manifest, engine = open_site(args.site)
     encoder = query_encoder(args.site, manifest)
-    summary = evaluate(engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
+    summary = evaluate(
+        engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
+    )
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 
@@ -419,6 +423,7 @@ COMMANDS = {
     "eval": cmd_eval,
     "serve": cmd_serve,
     "eval-beir": run_beir_command,
+    "ask": run_ask_command,
 }
 
 

@@ -255,7 +255,7 @@ def write_site_data(
                 "data/text",
                 store.safe_stem(paper.meta.arxiv_id),
                 ".json",
-                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks),
+                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks, paper.parsed.pages),
             )
             artifacts.append(text)
             records.append(

@@ -1,0 +1,1 @@
+"""`python -m builder` commands, one module each."""
