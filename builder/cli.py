@@ -8,10 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from builder import __version__, config, fetch
-from builder.beir import add_beir_command, run_beir_command
+from builder import __version__, config
 from builder.commands.ask import add_ask_command, run_ask_command
+from builder.evaluation.beir import add_beir_command, run_beir_command
 from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
+from builder.stages import fetch
 
 DESCRIPTION = """\
 Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
@@ -170,7 +171,7 @@ def _serve_args(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from builder.serve import base_url_of, make_server
+    from builder.commands.serve import base_url_of, make_server
 
     server = make_server(args.site, args.port)
     host, port = server.server_address[:2]
@@ -293,7 +294,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_import_bibtex(args: argparse.Namespace) -> int:
-    from builder.bibtex import arxiv_id_of, parse_bibtex
+    from builder.commands.bibtex import arxiv_id_of, parse_bibtex
 
     if not args.file.exists():
         raise config.CorpusError(f"{args.file}: no such BibTeX file")
@@ -313,7 +314,7 @@ def cmd_import_bibtex(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from builder.report import read_report
+    from builder.stages.report import read_report
 
     report = read_report(args.out)
     if args.json:
@@ -359,30 +360,17 @@ def ranking_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from builder.evaluate import open_site, query_encoder
+    from builder.evaluation.evaluate import query_encoder
+    from readingroom_core.browser import open_folder
     from readingroom_core.engine import SearchOptions, embedding_text
 
-    manifest, engine = open_site(args.site)
-    encoder = None if args.mode == "bm25" else query_encoder(args.site, manifest)
+    site = open_folder(args.site)
+    encoder = None if args.mode == "bm25" else query_encoder(args.site, site.manifest)
     vector = encoder.encode([embedding_text(args.text)])[0] if encoder else None
-    hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode, **ranking_options(args)))
+    options = SearchOptions(k=args.k, mode=args.mode, **ranking_options(args))
+    hits = site.engine.search(args.text, vector, options)
     if args.json:
-        rows = [
-            {
-                "rank": rank,
-                "arxiv_id": h.arxiv_id,
-                "page_start": h.page_start,
-                "page_end": h.page_end,
-                "chunk_id": h.chunk_id,
-                "title": h.title,
-                "section": h.section,
-                "score": h.score,
-                "ranks": h.ranks,
-                "snippet": h.snippet,
-                "text": h.text,
-            }
-            for rank, h in enumerate(hits, start=1)
-        ]
+        rows = [{"rank": rank, **site.hit_json(hit)} for rank, hit in enumerate(hits, start=1)]
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     for rank, h in enumerate(hits, start=1):
@@ -397,16 +385,15 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from builder.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
+    from builder.evaluation.evaluate import evaluate, format_table, load_questions, query_encoder
+    from readingroom_core.browser import open_folder
     from readingroom_core.engine import SearchOptions
 
     if not args.questions.exists():
         raise FileNotFoundError(f"{args.questions}: no such questions file")
-    manifest, engine = open_site(args.site)
-    encoder = query_encoder(args.site, manifest)
-    summary = evaluate(
-        engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
-    )
+    site = open_folder(args.site)
+    encoder = query_encoder(args.site, site.manifest)
+    summary = evaluate(site.engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 
@@ -430,7 +417,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages, never a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from builder.evaluate import QuestionsFileError
+    from builder.evaluation.evaluate import QuestionsFileError
     from readingroom_core.engine import QuerySyntaxError
 
     args = make_parser().parse_args(argv)

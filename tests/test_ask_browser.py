@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
+from support.chromium import wait_for
 from test_site_browser import (  # noqa: F401 (fixtures)
     BASE,
     DOC2QUERY,
@@ -20,7 +21,6 @@ from test_site_browser import (  # noqa: F401 (fixtures)
     site_url,
 )
 
-from builder.chromium import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]
 

@@ -7,7 +7,9 @@ a page break, typographic quotes and dashes.
 
 import pytest
 
-from builder.pyodide import build_core_wheel, missing_runtime, run_in_cpython, run_in_pyodide
+from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
+
+from builder.stages.runtime import build_core_wheel
 from readingroom_core.answers import verify
 from readingroom_core.citations import find_quote, parse_citations
 

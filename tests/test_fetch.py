@@ -1,4 +1,4 @@
-"""The fetch stage against a loopback fake arXiv (tests/arxiv_server.py) and the shared mirror."""
+"""The fetch stage against a loopback fake arXiv (tests/support/arxiv_server.py) and the shared mirror."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from arxiv_server import FakeArxiv
+from support.arxiv_server import FakeArxiv
 
-from builder.fetch import FetchOptions, LockEntry, cache_paper_dir, fetch_papers
 from builder.models import Failure, PaperRef
+from builder.stages.fetch import FetchOptions, LockEntry, cache_paper_dir, fetch_papers
 
 DELAY = 0.2  # seconds between requests; arXiv's real policy is 3 s
 SLACK = 0.005  # clock granularity
@@ -306,6 +306,21 @@ def test_leftover_part_file_is_resumed(tmp_path, server, honour_range):
 
 
 # ---------------------------------------------------------------------------------------- lock
+
+
+def test_hints_name_the_corpus_and_lock_files_in_use(tmp_path, server):
+    server.add_paper("2101.00190", versions=2)
+    corpus = tmp_path / "lists" / "physics.toml"
+    locked = {"2101.00190": LockEntry("v1", "0" * 64)}
+    options = make_options(tmp_path, server, corpus_file=corpus)
+
+    result = fetch_papers([PaperRef("2101.00190"), PaperRef("not-an-id")], options, locked=locked, progress=False)
+
+    hints = {f.arxiv_id: f.hint for f in result.failures}
+    assert hints["not-an-id"] == f"check the id in {corpus}"
+    lock = tmp_path / "lists" / "physics.lock"
+    assert hints["2101.00190"] == f"delete its entry from {lock} to accept the new file"
+    assert "corpus/readingroom" not in " ".join(hints.values())
 
 
 def test_lock_file_pins_the_version_and_guards_the_checksum(tmp_path, server):

@@ -102,7 +102,7 @@ def api_key(provider: str, base_url: str) -> str | None:
 
 
 def run_ask_command(args: argparse.Namespace) -> int:
-    from builder.evaluate import open_site, query_encoder
+    from builder.evaluation.evaluate import query_encoder
     from builder.providers import (
         DEFAULT_BASE_URLS,
         KEY_VARIABLES,
@@ -111,6 +111,7 @@ def run_ask_command(args: argparse.Namespace) -> int:
         stream_answer,
     )
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence, verify
+    from readingroom_core.browser import open_folder
     from readingroom_core.engine import embedding_text
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
@@ -122,7 +123,8 @@ def run_ask_command(args: argparse.Namespace) -> int:
         variables = " or ".join(KEY_VARIABLES[args.provider])
         print(f"error: no API key: set {variables} in the environment", file=sys.stderr)
         return 2
-    manifest, engine = open_site(args.site)
+    site = open_folder(args.site)
+    manifest, engine = site.manifest, site.engine
     vector = query_encoder(args.site, manifest).encode([embedding_text(retrieval_query(args.question))])[0]
     try:
         found = select_evidence(engine, args.question, vector, budget=args.budget, k=args.k)
