@@ -22,7 +22,8 @@ The model name comes from the JSON body (`model`) or, for Gemini, the path. With
 server answers one JSON body in the API's non-streaming shape.
 
 `api_key` (default "test-key") is the only key accepted; any other key gets the API's own 401 (Gemini:
-400 API_KEY_INVALID, as Google answers). OPTIONS preflights get 204 with Access-Control-Allow-Origin `*`,
+400 API_KEY_INVALID, as Google answers). OpenAI's 401 message repeats the key it was sent, as OpenAI's
+does (partly masked there), so clients can be tested for not printing it. OPTIONS preflights get 204 with Access-Control-Allow-Origin `*`,
 the requested headers and `POST, OPTIONS`; every response carries Access-Control-Allow-Origin.
 
 Scenarios (`scenario` attribute, or the model name `mock-<scenario>`, which wins):
@@ -204,9 +205,9 @@ def text_pieces(text: str, size: int = EVENT_CHARS) -> list[str]:
 # --- wire formats ------------------------------------------------------------------------------------
 
 
-def _openai_error(status: int) -> dict:
+def _openai_error(status: int, sent_key: str = "") -> dict:
     code, kind, message = {
-        401: ("invalid_api_key", "invalid_request_error", "Incorrect API key provided."),
+        401: ("invalid_api_key", "invalid_request_error", f"Incorrect API key provided: {sent_key}."),
         403: (
             "unsupported_country_region_territory",
             "request_forbidden",
@@ -528,7 +529,7 @@ class MockLLM:
                 first, self._rate_limited_once = not self._rate_limited_once, True
             status = 429 if first else status
         if status:
-            error = errors(status)
+            error = errors(status, sent_key) if api == "openai" else errors(status)
             http_status = error["error"]["code"] if api == "gemini" else status
             extra = {"Retry-After": "1"} if status == 429 else None
             handler.send_json(record, http_status, error, extra)

@@ -197,27 +197,32 @@ def test_verified_citation_points_at_its_source_and_the_quote_in_it():
 
 
 def test_range_citation_finds_the_page_the_quote_is_on():
-    (citation,) = verify(f'X [arXiv:{SURVEY} pp.7-8 "{Q_P8}"].', EVIDENCE)["citations"]
-    assert (citation["status"], citation["page"], citation["page_end"], citation["found_page"]) == (
-        "verified",
-        7,
-        8,
-        8,
-    )
+    answer = f'X [arXiv:{SURVEY} pp.7-8 "{Q_P8}"]. Y [arXiv:{SURVEY} pp.7-8 "retrieval, and generation, also known"].'
+    on_8, across = verify(answer, EVIDENCE)["citations"]
+    assert (on_8["status"], on_8["page"], on_8["page_end"], on_8["found_page"], on_8["reason"]) == (
+        "verified", 7, 8, 8, ""
+    )  # fmt: skip
+    assert (across["status"], across["found_page"]) == ("verified", 7)
+    assert across["reason"] == "the quote runs across the page break from p.7 to p.8"
 
 
 def test_parser_reads_what_models_write():
     answer = (
         "See [arXiv:2312.10997v2, pp. 7\u20138: \u201cquote one here now\u201d] and (2005.11401 page 3 "
         "\u00abquote two here now\u00bb) and [ARXIV: 2106.09685 p.5-p.6 'not a quote'] and 2005.11401 "
-        "without a page, and the year 2023.12345 nothing."
+        'without a page, and the year 2023.12345 nothing. As they put it, "quote three comes first" '
+        '[arXiv:1706.03762 (p. 2)] and [arXiv:1810.04805, (pp. 4\u20135), "quote four here"].'
     )
     parsed = [(c.arxiv_id, c.page, c.page_end, c.quote) for c in parse_citations(answer)]
     assert parsed == [
         ("2312.10997v2", 7, 8, "quote one here now"),
         ("2005.11401", 3, 3, "quote two here now"),
         ("2106.09685", 5, 6, ""),
+        ("1706.03762", 2, 2, "quote three comes first"),
+        ("1810.04805", 4, 5, "quote four here"),
     ]
+    grouped = parse_citations('[arXiv:1706.03762 p.2 "a quote for the first", arXiv:1810.04805 p.4]')
+    assert [c.quote for c in grouped] == ["a quote for the first", ""]
 
 
 def test_quote_matching_ignores_typography_but_not_words():

@@ -31,8 +31,8 @@ JSON helpers for the browser worker:
      "pages": {arxiv_id: {"7": page text, ...}},   # each source's pages and their neighbours
      "prompt": {"system", "messages": [{"role", "content"}], "text"},   # text: the whole prompt, to copy
      "prompt_tokens", "budget", "left_out"}      # left_out: candidates that did not fit
-The worker embeds `retrieval_query(question, history)` (the same string) to get `query_vector`; None
-gives keyword-only evidence.
+The worker first embeds `retrieval_text(request)` (the string the search will use) to get `query_vector`;
+None gives keyword-only evidence.
 
 `verify(answer_text, evidence)` takes that evidence dict (only "sources" and "pages" are read) and
 returns `citations.VerifyResult.to_dict()`: {"citations": [...], "uncited": [...], "verified", "total",
@@ -410,6 +410,10 @@ def evidence(engine: SearchEngine, request: Mapping, query_vector: Sequence[floa
         k=int(request.get("k") or CANDIDATES),
     )
     return found.to_dict()
+
+
+def retrieval_text(request: Mapping) -> str:
+    return retrieval_query(str(request["question"]), _previous_turn(request.get("history")))
 
 
 def verify(answer_text: str, evidence_data: Mapping) -> dict:

@@ -7,7 +7,8 @@ The one citation shape the prompt asks for, after every claim:
 one citation per bracket, several brackets for several sources, `pp.7-8` when the quote's page is not
 known. Parsing is lenient about what models really write: several citations in one bracket separated
 by `;` or `,`, `pp.` ranges with any dash, `p. 7` / `page 7`, a missing `arXiv:` prefix, typographic
-quotes (“…”, «…», „…“), a colon or comma between the parts, Markdown emphasis or code marks around
+quotes (“…”, «…», „…“), a colon or comma between the parts, `(p. 7)`, a quote written just before the
+citation instead of inside it, Markdown emphasis or code marks around
 any part, and citations inside list items and table cells. A bare arXiv id counts only when a page
 follows it.
 
@@ -64,11 +65,15 @@ _OPENING = {'"': '"', "\u201c": "\u201d\u201c\"", "\u201d": "\u201d\"", "\u00ab"
             "\u2033": "\u2033\""}  # fmt: skip
 _CITATION_RE = re.compile(
     rf"(?P<open>[\[(]{_MARKS})?(?:arxiv{_MARKS}:?{_MARKS}(?P<id>{_ID})|(?<![\w.])(?P<bare>{_ID}))"
-    rf"{_MARKS}[,:;]?{_MARKS}{_PAGE}",
+    rf"{_MARKS}[,:;]?{_MARKS}(?P<paren>\()?{_PAGE}(?(paren)\))",
     re.IGNORECASE,
 )
 _AFTER_PAGE_RE = re.compile(r"[\s*_`,:;\u2013\u2014-]*")
 _CLOSE_RE = re.compile(rf"{_MARKS}[\])]")
+# A quote written just before the citation instead of inside it: “…” [arXiv:ID p.N]
+_QUOTE_BEFORE_RE = re.compile(
+    r"[\"\u201c\u00ab]([^\"\u201c\u201d\u00ab\u00bb\n]{8,400})[\"\u201d\u00bb][\s*_`,:\u2013\u2014-]*$"
+)
 _NEXT_IN_GROUP_RE = re.compile(rf"{_MARKS}[;,]{_MARKS}(?=(?:arxiv|{_ID}))", re.IGNORECASE)
 _VERSION_RE = re.compile(r"v\d+$")
 
@@ -179,9 +184,13 @@ def parse_citations(answer: str) -> list[Citation]:
         end = match.end()
         quote = ""
         quoted = _read_quote(answer, _AFTER_PAGE_RE.match(answer, end).end())
+        start = match.start()
         if quoted:
             quote, end = quoted
-        start = match.start()
+        elif before := _QUOTE_BEFORE_RE.search(
+            answer, max(0, start - 500, citations[-1].end if citations else 0), start
+        ):
+            quote = before.group(1)
         in_group = match.group("open") is not None or (citations and citations[-1].end == start)
         closing = _CLOSE_RE.match(answer, end)
         if closing and in_group:
@@ -276,18 +285,21 @@ def _check_quote(citation: Citation, pages: Mapping[int, str]) -> tuple[bool, st
     cited = list(range(citation.page, citation.page_end + 1))
     joined = _joined(pages, cited)
     if joined and (span := find_quote(citation.quote, joined[0])):
-        return True, "", _page_at(joined[1], span[0])
+        return True, _across(joined[1], span), _page_at(joined[1], span[0])
     for before, after in ((citation.page - 1, citation.page), (citation.page_end, citation.page_end + 1)):
         across = _joined(pages, [before, after])
-        if across and (span := find_quote(citation.quote, across[0])):
-            start_page, end_page = _page_at(across[1], span[0]), _page_at(across[1], span[1] - 1)
-            if start_page != end_page:
-                return (
-                    True,
-                    f"the quote runs across the page break from p.{start_page} to p.{end_page}",
-                    start_page,
-                )
+        if (
+            across
+            and (span := find_quote(citation.quote, across[0]))
+            and (reason := _across(across[1], span))
+        ):
+            return True, reason, _page_at(across[1], span[0])
     return False, "", None
+
+
+def _across(starts: list[tuple[int, int]], span: tuple[int, int]) -> str:
+    first, last = _page_at(starts, span[0]), _page_at(starts, span[1] - 1)
+    return f"the quote runs across the page break from p.{first} to p.{last}" if first != last else ""
 
 
 def verify_citation(
