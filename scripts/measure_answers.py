@@ -22,9 +22,10 @@ from pathlib import Path
 
 import onnxruntime  # noqa: F401  (before usearch: the other import order segfaults)
 
-from builder.evaluate import load_questions, open_site, query_encoder
+from builder.evaluation.evaluate import load_questions, query_encoder
 from builder.paths import DEV_QUESTIONS, REPO_ROOT
 from readingroom_core.answers import DEFAULT_BUDGET, retrieval_query, select_evidence, verify
+from readingroom_core.browser import open_folder
 from readingroom_core.engine import embedding_text
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
@@ -40,7 +41,8 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    manifest, engine = open_site(args.site)
+    site = open_folder(args.site)
+    manifest, engine = site.manifest, site.engine
     encoder = query_encoder(args.site, manifest)
     on_site = {paper["id"] for paper in engine.papers}
     questions = [q for q in load_questions(args.questions) if q.gold_papers & on_site]

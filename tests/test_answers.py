@@ -10,17 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.pyodide import NODE_SCRIPT, find_node, missing_runtime, run_in_cpython, run_in_pyodide
 
-from builder.evaluate import open_site, query_encoder
+from builder.evaluation.evaluate import query_encoder
 from builder.paths import DEV_QUESTIONS
-from builder.pyodide import (
-    NODE_SCRIPT,
-    build_core_wheel,
-    find_node,
-    missing_runtime,
-    run_in_cpython,
-    run_in_pyodide,
-)
+from builder.stages.runtime import build_core_wheel
 from readingroom_core.answers import (
     DEFAULT_BUDGET,
     HISTORY_WORDS,
@@ -38,6 +32,7 @@ from readingroom_core.answers import (
     select_evidence,
     verify,
 )
+from readingroom_core.browser import open_folder
 from readingroom_core.citations import find_quote
 from readingroom_core.engine import embedding_text
 
@@ -64,13 +59,12 @@ def site(built_sites) -> Path:
 
 @pytest.fixture(scope="module")
 def engine(site):
-    return open_site(site)[1]
+    return open_folder(site).engine
 
 
 @pytest.fixture(scope="module")
 def encode(site):
-    manifest, _ = open_site(site)
-    encoder = query_encoder(site, manifest)
+    encoder = query_encoder(site, open_folder(site).manifest)
     return lambda text: [float(x) for x in encoder.encode([embedding_text(text)])[0]]
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from support.chromium import wait_for
-from test_site_browser import (  # noqa: F401 (fixtures)
+from test_site_browser import (  # noqa: F401
     BASE,
     DOC2QUERY,
     KEYWORD_QUESTION,
@@ -20,7 +20,6 @@ from test_site_browser import (  # noqa: F401 (fixtures)
     served_site,
     site_url,
 )
-
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]
 
@@ -153,7 +152,7 @@ class AskPage:
 
 
 @pytest.fixture
-def asking(browser, site_url, llm):  # noqa: F811 (fixtures)
+def asking(browser, site_url, llm):  # noqa: F811
     view = AskPage(browser, site_url, llm)
     yield view
     view.close()

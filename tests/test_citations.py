@@ -6,7 +6,6 @@ a page break, typographic quotes and dashes.
 """
 
 import pytest
-
 from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
 
 from builder.stages.runtime import build_core_wheel
