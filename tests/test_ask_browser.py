@@ -44,12 +44,12 @@ def origin(url: str) -> str:
 class AskPage:
     """A fresh page: requests (with their headers), dialogs, console and page errors recorded."""
 
-    def __init__(self, browser, site_url: str, llm: MockLLM):
-        self.context = browser.new_context()
+    def __init__(self, chromium, url: str, llm: MockLLM):
+        self.context = chromium.new_context()
         self.context.grant_permissions(["clipboard-read", "clipboard-write"])
         self.page = self.context.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
-        self.site_url, self.llm = site_url, llm
+        self.site_url, self.llm = url, llm
         self.requests: list[tuple[str, str, dict]] = []  # (method, url, headers)
         self.dialogs: list[str] = []
         self.errors: list[str] = []
