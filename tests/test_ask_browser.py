@@ -375,3 +375,16 @@ def test_sources_time_warm(asking, llm, capsys):
     with capsys.disabled():
         print(f"\nask -> sources shown (warm): {[round(t) for t in timings]} ms")
     assert all(t > 0 for t in timings)
+
+
+def test_an_unreachable_provider_is_explained_with_the_providers_that_allow_browser_calls(browser, site_url):  # noqa: F811
+    gone = MockLLM(api_key=KEY).start()
+    gone.stop()  # its port now refuses connections, as a provider without CORS looks to a page
+    view = AskPage(browser, site_url, gone)
+    view.open()
+    view.configure("custom")
+    turn = view.ask()
+    view.close()
+    view.check_requests()
+    assert turn["state"] == "failed" and turn["sources"] and turn["question"] == QUESTION
+    assert "Could not reach" in turn["error"] and "(CORS)" in turn["error"] and "OpenRouter" in turn["error"]

@@ -235,6 +235,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
       body: JSON.stringify(body),
       signal,
       credentials: "omit",
+      redirect: "error", // a redirect would carry the key's header to wherever it points
       referrerPolicy: "no-referrer",
       cache: "no-store",
     });
