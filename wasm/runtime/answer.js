@@ -157,7 +157,7 @@ function citedPapers(citations, sources) {
   return [...byId.values()];
 }
 
-export function answerMarkdown({ question, answer, citations, sources }) {
+export function answerMarkdown({ question, answer, citations, sources, summary }) {
   const lines = [`# ${question}`, "", answer.trim(), "", "## References", ""];
   for (const paper of citedPapers(citations, sources)) {
     const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ");
@@ -165,7 +165,7 @@ export function answerMarkdown({ question, answer, citations, sources }) {
     const state = paper.verified === paper.total ? "verified" : `${paper.verified} of ${paper.total} citations verified`;
     lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${ARXIV}/abs/${paper.arxiv_id}`);
   }
-  lines.push("", `${summaryLine(citations)} against the sources by Reading Room.`, "");
+  lines.push("", `${summary} (checked against the sources by Reading Room).`, "");
   return lines.join("\n");
 }
 

@@ -227,8 +227,11 @@ export function startAsk({ config, callWorker, state }) {
     turn.errorLine.textContent = error ? error.message : "";
   }
 
-  function drawTools(turn, { canAnswer }) {
+  function drawTools(turn, { canAnswer, offerAnswer = false }) {
     const tools = [];
+    if (offerAnswer) {
+      tools.push(button("Get the answer", () => answerTurn(turn, settings.current()).catch(() => {}), "get-answer"));
+    }
     if (canAnswer && turn.error && RETRIABLE.has(turn.error.kind)) {
       const retry = button("Try again", () => answerTurn(turn, settings.current()).catch(() => {}), "retry");
       if (turn.error.kind === "rate_limit" && turn.error.retryAfter) countdownButton(retry, turn.error.retryAfter);
@@ -238,7 +241,7 @@ export function startAsk({ config, callWorker, state }) {
     if (turn.sources.length) tools.push(button("Check an answer", () => openCheck(turn), "check-answer"));
     if (turn.answer.trim() && turn.verified) {
       tools.push(
-        button("Download answer (Markdown)", () => download("answer.md", "text/markdown", answerMarkdown(resultOf(turn))), "export-md"),
+        button("Download answer (Markdown)", () => download("answer.md", "text/markdown", answerMarkdown({ ...resultOf(turn), summary: turn.summary.textContent })), "export-md"),
         button("Download BibTeX", () => download("cited.bib", "application/x-bibtex", citedBibtex(resultOf(turn))), "export-bib"),
       );
     }
@@ -417,7 +420,10 @@ export function startAsk({ config, callWorker, state }) {
     return resultOf(turn);
   }
 
-  async function runTurn(question, provider, { requireKey }) {
+  // requireKey: the page's form (without a key, stop at the sources and offer the prompt);
+  // fromLink: a question from ?ask= in the URL, which a link's author chose: the sources are found, but
+  // nothing goes to the provider (nor spends the visitor's tokens) until the visitor asks for it.
+  async function runTurn(question, provider, { requireKey, fromLink = false }) {
     stop();
     setMode("ask");
     const turn = newTurn(question);
@@ -449,6 +455,12 @@ export function startAsk({ config, callWorker, state }) {
         "No API key set, so no answer here. Add one under “Model and key”, or copy the prompt into any chat and paste the answer into “Check an answer”.";
       drawTools(turn, { canAnswer: false });
       turn.article.dataset.state = "no-key";
+      return resultOf(turn);
+    }
+    if (fromLink) {
+      turn.summary.textContent = `Opened from a link: press “Get the answer” to send the question and these sources to ${provider.base_url}.`;
+      drawTools(turn, { canAnswer: false, offerAnswer: true });
+      turn.article.dataset.state = "ready";
       return resultOf(turn);
     }
     return answerTurn(turn, provider);
@@ -490,7 +502,9 @@ export function startAsk({ config, callWorker, state }) {
   if (initial.has("ask")) {
     setMode("ask");
     input.value = initial.get("ask");
-    if (input.value.trim()) runTurn(input.value.trim(), settings.current(), { requireKey: true }).catch(() => {});
+    if (input.value.trim()) {
+      runTurn(input.value.trim(), settings.current(), { requireKey: true, fromLink: true }).catch(() => {});
+    }
   }
   return api;
 }
