@@ -7,6 +7,7 @@ and page errors fail a test, except the browser's own "Failed to load resource" 
 response that the test asked to fail (401, 429, a dropped body).
 """
 
+import re
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -406,3 +407,33 @@ def test_an_unreachable_provider_is_explained_with_the_providers_that_allow_brow
     view.check_requests()
     assert turn["state"] == "failed" and turn["sources"] and turn["question"] == QUESTION
     assert "Could not reach" in turn["error"] and "(CORS)" in turn["error"] and "OpenRouter" in turn["error"]
+
+
+def test_every_page_carries_the_policy_and_no_inline_script(served_site):  # noqa: F811
+    site_dir, _ = served_site
+    pages = sorted(site_dir.rglob("*.html"))
+    assert len(pages) >= 7  # search, corpus, about and the four papers
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+        assert policy, page
+        directives = dict(d.strip().split(" ", 1) for d in policy.group(1).split(";"))
+        assert directives["script-src"] == "'self' 'wasm-unsafe-eval'"
+        assert directives["object-src"] == "'none'" and directives["base-uri"] == "'self'"
+        for script in re.findall(r"<script\b[^>]*>", html):
+            assert 'src="/' in script or 'type="application/json"' in script, (page, script)
+        assert not re.search(r"<[a-z][^>]*\son[a-z]+=", html), page  # no inline event handlers
+
+
+def test_the_policy_is_enforced_in_the_page(asking):
+    asking.open()
+    directive = asking.page.evaluate(
+        """() => new Promise((resolve) => {
+             document.addEventListener('securitypolicyviolation', (e) => resolve(e.effectiveDirective), {once: true});
+             const script = document.createElement('script');
+             script.textContent = 'window.__inline = 1';
+             document.body.append(script);
+           })"""
+    )
+    assert directive.startswith("script-src") and asking.page.evaluate("window.__inline") is None
+    asking.errors.clear()  # chromium logs the refusal, as it should
