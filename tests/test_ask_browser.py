@@ -394,6 +394,9 @@ def test_settings_are_reachable_by_keyboard(asking):
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "llm-provider"
     assert page.evaluate("document.querySelector('label[for=llm-key]').textContent") == "API key"
+    page.click(".site-footer")
+    page.keyboard.press("/")  # in ask mode, / goes to the question box
+    assert page.evaluate("document.activeElement.id") == "ask-q"
 
 
 def test_an_unreachable_provider_is_explained_with_the_providers_that_allow_browser_calls(browser, site_url):  # noqa: F811

@@ -351,8 +351,9 @@ function isTyping(target) {
 document.addEventListener("keydown", (event) => {
   if (event.key === "/" && !isTyping(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
     event.preventDefault();
-    input.focus();
-    input.select();
+    const box = document.getElementById("ask").hidden ? input : document.getElementById("ask-q"); // the mode's own box
+    box.focus();
+    box.select();
   }
 });
 
