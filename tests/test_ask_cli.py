@@ -3,6 +3,7 @@ true citations verify, fabricated ones are flagged, each failure gives its messa
 only to the provider, in the API's own header."""
 
 import json
+import socket
 
 import pytest
 from mock_llm import MockLLM
@@ -144,3 +145,14 @@ def test_prompt_only_prints_the_prompt_without_a_provider(built_sites, monkeypat
     )
     out = capsys.readouterr().out
     assert out.startswith("SYSTEM:\n") and "<sources>" in out and f"Question: {QUESTION}" in out
+
+
+def test_an_unreachable_provider_is_a_network_error(built_sites, llm, capsys):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    args = ["ask", QUESTION, "--site", str(built_sites.second), "--provider", "gemini", "--model", "m"]
+    assert main([*args, "--base-url", f"http://127.0.0.1:{closed_port}"]) == 1
+    err = capsys.readouterr().err
+    assert f"could not reach http://127.0.0.1:{closed_port}/v1beta/models/m:streamGenerateContent" in err
+    assert "check --base-url and the network" in err and KEY not in err

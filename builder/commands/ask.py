@@ -124,8 +124,10 @@ def run_ask_command(args: argparse.Namespace) -> int:
         print(f"error: no API key: set {variables} in the environment", file=sys.stderr)
         return 2
     site = open_folder(args.site)
-    manifest, engine = site.manifest, site.engine
-    vector = query_encoder(args.site, manifest).encode([embedding_text(retrieval_query(args.question))])[0]
+    engine = site.engine
+    vector = query_encoder(args.site, site.manifest).encode([embedding_text(retrieval_query(args.question))])[
+        0
+    ]
     try:
         found = select_evidence(engine, args.question, vector, budget=args.budget, k=args.k)
     except (PromptTooLong, ValueError) as exc:

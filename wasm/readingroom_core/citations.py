@@ -47,6 +47,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 SHAPE = '[arXiv:ID p.N "short verbatim quote"]'
 STATUSES = ("verified", "invented", "page_not_found", "no_quote", "quote_not_found")
@@ -206,9 +207,11 @@ def parse_citations(answer: str) -> list[Citation]:
 # --- matching ----------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=512)
 def skeleton(text: str) -> tuple[str, list[int]]:
     """Case-folded letters and digits of `text` after NFKD (accents dropped), and each one's offset in
-    `text`, so a match can be mapped back for highlighting."""
+    `text`, so a match can be mapped back for highlighting. Cached: one answer checks the same pages
+    many times. The offsets list is shared; never change it."""
     letters: list[str] = []
     offsets: list[int] = []
     for index, char in enumerate(text):
