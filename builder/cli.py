@@ -171,9 +171,13 @@ def _serve_args(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from builder.commands.serve import base_url_of, make_server
+    from builder.commands.serve import PortError, base_url_of, make_server
 
-    server = make_server(args.site, args.port)
+    try:
+        server = make_server(args.site, args.port)
+    except PortError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     host, port = server.server_address[:2]
     print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
     try:
@@ -217,12 +221,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     report, code = build(_build_options(args, args.out))
     for line in report.summary_lines():
         print(line)
-    if code:
-        print(
-            "build failed: "
-            + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
-            file=sys.stderr,
-        )
+    if code and report.papers == 0:
+        why = "every paper failed" if report.listed else f"{args.corpus} lists no papers"
+        print(f"build failed: {why}; the site in {args.out}/ was left as it was", file=sys.stderr)
+    elif code:
+        print("build failed: --strict and failures above", file=sys.stderr)
     else:
         print(f"site written to {args.out}/")
     return code

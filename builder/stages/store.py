@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 from builder.models import Chunk, PageSpan, PaperMeta
 
 FORMAT_VERSION = 1
-GENERATED_DIRS = ("data", "model")
 
 
 @dataclass(frozen=True)
@@ -36,12 +34,6 @@ class Artifact:
 
 def compact_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def clear_generated(site_dir: Path) -> None:
-    """Old hashed files would pile up build after build; these folders are ours alone."""
-    for name in GENERATED_DIRS:
-        shutil.rmtree(site_dir / name, ignore_errors=True)
 
 
 def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> Artifact:
