@@ -8,6 +8,7 @@ Times are from navigation start (the page's performance clock): "keyword" is whe
 the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
 as soon as semantic search is ready. Query latency is timed in the page around readingRoom.search
 ("total"), and split into the worker's query embedding ("embed") and search core ("search") time.
+`ask_to_sources_shown_warm` times Ask mode (no key) from submitting a question to its source cards.
 `parity_with_cli` compares the browser's top 10 for each question with the CLI's (`python -m builder
 query`: the same core and ONNX encoder under CPython); `startup_steps_ms` says when the worker
 finished each start-up step.
@@ -24,7 +25,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
-from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 
 from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
@@ -99,7 +100,7 @@ class Transfers:
 def load(page, url: str) -> dict:
     transfers = Transfers(page)
     page.goto(f"{url}?q={quote(FIRST_QUERY)}")
-    page.wait_for_function("window.firstHitMs !== undefined")
+    wait_for(page, "window.firstHitMs !== undefined")
     keyword_ms = page.evaluate("window.firstHitMs")
     semantic = page.evaluate(SEMANTIC_TIMING, FIRST_QUERY)
     page.wait_for_load_state("networkidle")
@@ -112,6 +113,30 @@ def load(page, url: str) -> dict:
         "bytes_total": sum(transfers.by_kind.values()),
         "foreign_requests": transfers.foreign,
     }
+
+
+# Ask mode without a key: from submitting a question to its source cards on screen (evidence from the
+# worker: retrieval query embedded, hybrid search, prompt fitted to the budget), per question.
+ASK_SOURCES = """async (questions) => {
+  const times = [];
+  for (const question of questions) {
+    document.getElementById('ask-new').click();
+    document.getElementById('ask-q').value = question;
+    const shown = new Promise((resolve) => {
+      const observer = new MutationObserver(() => {
+        if (document.querySelector('.turn .source-card, .turn[data-state=failed]')) {
+          observer.disconnect();
+          resolve(performance.now());
+        }
+      });
+      observer.observe(document.getElementById('thread'), {childList: true, subtree: true, attributes: true});
+    });
+    const started = performance.now();
+    document.getElementById('ask-form').requestSubmit();
+    times.push((await shown) - started);
+  }
+  return times;
+}"""
 
 
 def percentiles(times: list[float]) -> dict:
@@ -162,6 +187,10 @@ def run(site: Path, questions: list[str]) -> dict:
                 }
                 for mode in ("bm25", "hybrid")
             }
+            page.goto(f"{url}?ask=")
+            page.evaluate("window.readingRoom.semanticReady")
+            page.evaluate(ASK_SOURCES, questions[:3])  # warm-up
+            result["ask_to_sources_shown_warm"] = percentiles(page.evaluate(ASK_SOURCES, questions))
             context.close()
     finally:
         server.shutdown()

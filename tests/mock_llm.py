@@ -557,6 +557,9 @@ class MockLLM:
             if scenario == "dropped":
                 for event in events[: max(2, len(events) // 3)]:
                     handler.send_chunk(event)
+                # A real connection drops some time after the last event; data and the cut arriving
+                # together let chromium fail the body before the page reads what came.
+                time.sleep(SLOW_INTERVAL)
                 handler.close_connection = True
                 handler.connection.shutdown(2)
                 return

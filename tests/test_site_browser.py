@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
 from support import corpus
-from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
@@ -97,9 +97,7 @@ class Watched:
         """Type a query and submit it, then wait for that query's results (or its 'no passages')."""
         self.page.fill("#q", query)
         self.page.press("#q", "Enter")
-        self.page.wait_for_function(
-            "document.querySelector('#results').getAttribute('aria-busy') === 'false'"
-        )
+        wait_for(self.page, "document.querySelector('#results').getAttribute('aria-busy') === 'false'")
         self.page.wait_for_selector("#results .message")
 
     def hits(self) -> list[tuple[str, int]]:
@@ -151,13 +149,13 @@ def test_filters_restrict_results(site_url, watched):
     assert len({arxiv_id for arxiv_id, _ in watched.hits()}) == 4
     watched.page.select_option("#tag", "t1")  # papers 2 and 4 of the list
     watched.page.wait_for_url("**tag=t1**")
-    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    wait_for(watched.page, "document.querySelector('#results').getAttribute('aria-busy') === 'false'")
     tagged = {arxiv_id for arxiv_id, _ in watched.hits()}
     assert tagged and tagged <= {SMALL_PAPERS[1], ADDED_PAPER}
     watched.page.select_option("#tag", "")
     watched.page.select_option("#year-min", "2023")
     watched.page.wait_for_url("**year_min=2023**")
-    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    wait_for(watched.page, "document.querySelector('#results').getAttribute('aria-busy') === 'false'")
     recent = {arxiv_id for arxiv_id, _ in watched.hits()}
     assert recent and recent <= {SMALL_PAPERS[1], SMALL_PAPERS[2]}  # 2412.x and 2305.x
 
@@ -176,8 +174,8 @@ def test_query_round_trips_through_the_url_and_history(site_url, watched):
     assert watched.hits() != first
     watched.page.go_back()
     watched.page.wait_for_url("**q=doc2query&mode=bm25")
-    watched.page.wait_for_function("document.querySelector('#q').value === 'doc2query'")
-    watched.page.wait_for_function("document.querySelector('#results').getAttribute('aria-busy') === 'false'")
+    wait_for(watched.page, "document.querySelector('#q').value === 'doc2query'")
+    wait_for(watched.page, "document.querySelector('#results').getAttribute('aria-busy') === 'false'")
     assert watched.hits() == first
 
 
@@ -245,7 +243,7 @@ def _keyword_top(page) -> list[str]:
 def test_returning_visitor_restores_python_from_a_snapshot(site_url, watched):
     page = watched.page
     watched.open(site_url)
-    page.wait_for_function(SNAPSHOT_SAVED)
+    wait_for(page, SNAPSHOT_SAVED)
     assert page.evaluate("readingRoom.status().python_start") == "boot"
     first_visit = _keyword_top(page)
     watched.open(site_url)
@@ -261,12 +259,12 @@ def test_returning_visitor_restores_python_from_a_snapshot(site_url, watched):
 def test_a_stale_or_broken_snapshot_means_booting_python(site_url, watched, change):
     page = watched.page
     watched.open(site_url)
-    page.wait_for_function(SNAPSHOT_SAVED)
+    wait_for(page, SNAPSHOT_SAVED)
     assert page.evaluate(EDIT_SNAPSHOT, change) == 1
     watched.open(site_url)
     assert page.evaluate("readingRoom.status().python_start") == "boot"
     watched.search(KEYWORD_QUESTION)
     assert watched.hits()[0][0] == DOC2QUERY
-    page.wait_for_function(SNAPSHOT_SAVED)  # and a good one replaces it
+    wait_for(page, SNAPSHOT_SAVED)  # and a good one replaces it
     watched.open(site_url)
     assert page.evaluate("readingRoom.status().python_start") == "snapshot"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SMALL_PAPERS, run_build
-from support.chromium import CHROMIUM, CHROMIUM_ARGS
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
@@ -101,9 +101,7 @@ class Visit:
 
     def settled(self) -> dict:
         """The status once start-up has ended one way or the other."""
-        self.page.wait_for_function(
-            "(() => { const s = readingRoom.status(); return s.loading === null || s.error; })()"
-        )
+        wait_for(self.page, "(() => { const s = readingRoom.status(); return s.loading === null || s.error; })()")
         return self.page.evaluate("readingRoom.status()")
 
     def status_line(self) -> str:
@@ -112,9 +110,7 @@ class Visit:
     def search(self, query: str) -> str:
         self.page.fill("#q", query)
         self.page.press("#q", "Enter")
-        self.page.wait_for_function(
-            "document.querySelector('#results').getAttribute('aria-busy') === 'false'"
-        )
+        wait_for(self.page, "document.querySelector('#results').getAttribute('aria-busy') === 'false'")
         self.page.wait_for_selector("#results .message")
         return self.page.inner_text("#results")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import tempfile
 import zipfile
@@ -52,6 +53,12 @@ ORT_FILES = {
     "ort_wasm": "ort-wasm-simd-threaded.wasm",
 }
 OWN_RUNTIME = {"app": "app.js", "worker": "worker.js", "corpus_js": "corpus.js", "css": "style.css"}
+# Ask mode's ES modules import one another by name, so they share one folder named by the hash of them all,
+# together with markdown-it's self-contained browser build (answer.js imports it as ./markdown-it.mjs).
+ASK_MODULES = ("ask.js", "answer.js", "providers.js", "settings.js")
+MARKDOWN_IT_PACKAGE = WASM_DIR / "node_modules" / "markdown-it"
+MARKDOWN_IT_FILE = "dist/browser/markdown-it.esm.min.mjs"
+SOURCE_MAP_COMMENT = re.compile(rb"\n//# sourceMappingURL=\S+\s*$")
 RENDERED_DIRS = ("runtime", "papers", "corpus", "about")
 RELATED_COUNT = 5
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
@@ -121,13 +128,34 @@ def copy_runtime(out_dir: Path) -> tuple[dict, list[Artifact]]:
         wheel = build_core_wheel(Path(scratch))
         stem = wheel.name.removesuffix(".whl")
         add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", reproducible_zip(wheel)))
+    ask_folder, ask_artifacts = copy_ask_modules(out_dir)
+    runtime["ask"] = f"{ask_folder}/ask.js"
+    artifacts.extend(ask_artifacts)
     version = package_version(PYODIDE_PACKAGE)
     folder = f"runtime/pyodide-{version}"
     for name in PYODIDE_FILES:
         artifacts.append(write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes()))
     runtime["pyodide"] = folder + "/"
-    runtime["versions"] = {"pyodide": version, "onnxruntime-web": package_version(ORT_PACKAGE)}
+    runtime["versions"] = {
+        "pyodide": version,
+        "onnxruntime-web": package_version(ORT_PACKAGE),
+        "markdown-it": package_version(MARKDOWN_IT_PACKAGE),
+    }
     return runtime, artifacts
+
+
+def copy_ask_modules(out_dir: Path) -> tuple[str, list[Artifact]]:
+    """`runtime/ask-<hash12>/`: the ask modules and markdown-it (its source-map comment dropped: the map
+    is not shipped)."""
+    package_version(MARKDOWN_IT_PACKAGE)  # a clear error when npm ci has not run
+    files = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ASK_MODULES}
+    markdown_it = (MARKDOWN_IT_PACKAGE / MARKDOWN_IT_FILE).read_bytes()
+    files["markdown-it.mjs"] = SOURCE_MAP_COMMENT.sub(b"\n", markdown_it)
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    folder = f"runtime/ask-{digest.hexdigest()[:12]}"
+    return folder, [write_plain(out_dir, f"{folder}/{name}", data) for name, data in sorted(files.items())]
 
 
 def reproducible_zip(path: Path) -> bytes:
@@ -252,6 +280,7 @@ class SitePages:
             "base": base,
             "manifest": base + MANIFEST_FILE,
             "worker": base + runtime["worker"],
+            "ask": base + runtime["ask"],
             "wheel": base + runtime["wheel"],
             "pyodide": base + runtime["pyodide"],
             "ort": base + runtime["ort"],

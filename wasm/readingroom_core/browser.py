@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from readingroom_core import answers
 from readingroom_core.engine import (
     Filters,
     Hit,
@@ -164,3 +165,27 @@ class Site:
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
         return json.dumps({"hits": [self.hit_json(hit) for hit in hits]})
+
+    # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
+
+    def ask_retrieval_query(self, request_json: str) -> str:
+        """The text whose vector `ask_evidence` wants: {question, history} -> the retrieval query."""
+        return answers.retrieval_text(json.loads(request_json))
+
+    def ask_evidence(self, request_json: str) -> str:
+        """{question, history, budget, vector (or null)} -> the evidence JSON (`answers.evidence`), each
+        source with its paper's authors, year and categories (for the BibTeX export); or {"error"}."""
+        request = json.loads(request_json)
+        try:
+            found = answers.evidence(self.engine, request, request.get("vector"))
+        except (answers.PromptTooLong, QuerySyntaxError, ValueError) as error:
+            return json.dumps({"error": str(error)})
+        for source in found["sources"]:
+            paper = self.papers_by_id[source["arxiv_id"]]
+            source.update(authors=paper["authors"], year=paper["year"], categories=paper.get("categories", []))
+        return json.dumps(found)
+
+    def verify_answer(self, request_json: str) -> str:
+        """{answer, evidence: {sources, pages}} -> `answers.verify`'s JSON."""
+        request = json.loads(request_json)
+        return json.dumps(answers.verify(request["answer"], request["evidence"]))

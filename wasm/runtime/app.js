@@ -20,6 +20,7 @@ const state = {
   last_search: null, // {embed_ms, search_ms} of the latest search, measured in the worker
   timeline: {}, // start-up step -> ms since navigation, when the worker finished it
   python_start: null, // "boot", or "snapshot" when Python was restored from this browser's saved copy
+  last_ask: null, // {sources_ms, first_text_ms, answer_ms, verify_ms} of the latest question, from pressing Ask
 };
 const pending = new Map();
 let nextRequestId = 1;
@@ -64,7 +65,7 @@ worker.onmessage = ({ data }) => {
   } else if (data.type === "result") {
     const { resolve, reject } = pending.get(data.id);
     pending.delete(data.id);
-    state.last_search = data.timings || null;
+    if (data.timings) state.last_search = data.timings;
     if (data.error) reject(new Error(data.error));
     else resolve(data);
   }
@@ -76,20 +77,31 @@ worker.onerror = (event) => {
 };
 worker.postMessage({ type: "init", config });
 
-async function ask(query, { k = RESULTS_K, mode = "hybrid", filters = {} } = {}) {
+/** One request to the worker ("search", "evidence", "verify"), answered by a "result" message. */
+async function callWorker(type, request) {
   await ready;
   const id = nextRequestId++;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    worker.postMessage({ type: "search", id, query, k, mode, filters });
+    worker.postMessage({ ...request, type, id });
   });
 }
+
+function ask(query, { k = RESULTS_K, mode = "hybrid", filters = {} } = {}) {
+  return callWorker("search", { query, k, mode, filters });
+}
+
+// Ask mode (ask.js and its modules) loads beside search; readingRoom.ask waits for it.
+const askMode = import(config.ask).then(({ startAsk }) => startAsk({ config, callWorker, state }));
 
 window.readingRoom = {
   ready,
   semanticReady,
   async search(query, options) {
     return (await ask(query, options)).hits;
+  },
+  async ask(question, options) {
+    return (await askMode).ask(question, options);
   },
   status: () => ({ ...state, kinds: { ...state.kinds }, timeline: { ...state.timeline } }),
 };
@@ -348,8 +360,9 @@ function isTyping(target) {
 document.addEventListener("keydown", (event) => {
   if (event.key === "/" && !isTyping(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
     event.preventDefault();
-    input.focus();
-    input.select();
+    const box = document.getElementById("ask").hidden ? input : document.getElementById("ask-q"); // the mode's own box
+    box.focus();
+    box.select();
   }
 });
 

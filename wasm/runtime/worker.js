@@ -1,7 +1,8 @@
 // The search engine's thread: Pyodide runs the readingroom_core package (keyword search first), then
 // ONNX Runtime Web embeds queries (semantic search). Every file comes from the site's own origin.
 //
-// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters}
+// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters},
+//               {type: "evidence", id, question, history, budget}, {type: "verify", id, answer, evidence: {sources, pages}}
 // Messages out: {type: "progress", stage, bytes, kinds, timeline, python_start},
 //               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
 //               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error},
@@ -335,6 +336,23 @@ async function search({ id, query, k, mode, filters }) {
   return { id, ...reply, semantic: vector !== null, timings };
 }
 
+// Ask mode: the evidence for a question (sources, page texts and the prompt, fitted to the token budget)
+// and the verdict on an answer's citations, from the core through the browser boundary; the provider
+// call itself is the page's.
+async function evidence({ id, question, history, budget }) {
+  await keywordReady;
+  const request = { question, history, budget };
+  const vector = semanticReady ? await embed(site.ask_retrieval_query(JSON.stringify(request))) : null;
+  return { id, ...JSON.parse(site.ask_evidence(JSON.stringify({ ...request, vector }))) };
+}
+
+async function verify({ id, answer, evidence }) {
+  await keywordReady;
+  return { id, ...JSON.parse(site.verify_answer(JSON.stringify({ answer, evidence }))) };
+}
+
+const REQUESTS = { search, evidence, verify };
+
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     mark("worker_started");
@@ -353,12 +371,12 @@ self.onmessage = async ({ data }) => {
       semanticFailed(error);
     }
     await saveSnapshot();
-  } else if (data.type === "search") {
+  } else if (REQUESTS[data.type]) {
     let reply;
     try {
-      reply = await search(data);
+      reply = await REQUESTS[data.type](data);
     } catch (error) {
-      console.error("Search failed:", error);
+      console.error(`${data.type} failed:`, error);
       reply = { id: data.id, error: oneLine(error) };
     }
     self.postMessage({ type: "result", ...reply });

@@ -1,0 +1,109 @@
+"""answer.js under Node, as the render stage ships it (with markdown-it): hostile model output stays inert.
+
+The browser tests drive whole answers; these feed the renderer the shapes an attacker would try, one by
+one: raw HTML, javascript: and data: links, images, a forged citation placeholder, markup inside a
+citation's quote, a citation in code, table alignment (which markdown-it writes as a style attribute
+the page's CSP would refuse).
+"""
+
+import json
+import subprocess
+
+import pytest
+from support.pyodide import find_node
+
+from builder.stages.render import copy_ask_modules
+
+RENDER = """
+import { renderPlain, renderVerified } from "./answer.js";
+const cases = JSON.parse(process.argv[2]);
+const out = cases.map(({ text, citations, uncited }) =>
+  citations ? renderVerified(text, citations, uncited || [], (c) => (c.source ? `turn-1-s${c.source}` : null))
+            : renderPlain(text));
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def render(tmp_path_factory):
+    if find_node() is None:
+        pytest.skip("node is not on PATH")
+    site = tmp_path_factory.mktemp("ask-modules")
+    folder, _ = copy_ask_modules(site)
+    (site / folder / "render.mjs").write_text(RENDER, encoding="utf-8")
+
+    def run(*cases: dict) -> list[str]:
+        finished = subprocess.run(
+            [find_node(), "render.mjs", json.dumps(list(cases))],
+            cwd=site / folder,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(finished.stdout)
+
+    return run
+
+
+def cite(text: str, raw: str, **fields) -> dict:
+    start = text.index(raw)
+    return {"start": start, "end": start + len(raw), "arxiv_id": "1904.08375", "page": 2, "quote": "q", **fields}
+
+
+def test_raw_html_images_and_script_links_are_inert(render):
+    html, = render({"text": '<img src=x onerror="alert(1)"> <script>alert(2)</script>\n\n'
+                            "[a](javascript:alert(3)) [b](data:text/html,x) ![c](https://evil.example/t.png) "
+                            "[d](https://arxiv.org/abs/1904.08375)"})
+    assert "<img" not in html and "<script" not in html and "&lt;script&gt;" in html
+    assert 'href="javascript' not in html and 'href="data' not in html
+    assert 'src="' not in html
+    assert '<a href="https://arxiv.org/abs/1904.08375" rel="noopener noreferrer nofollow">d</a>' in html
+
+
+def test_citations_are_drawn_from_the_verdict_and_escaped(render):
+    text = 'Claim one [arXiv:1904.08375 p.2 "a <b>bold</b> quote"]. Claim two [arXiv:2401.99999 p.3 "x"].'
+    first = '[arXiv:1904.08375 p.2 "a <b>bold</b> quote"]'
+    second = '[arXiv:2401.99999 p.3 "x"]'
+    citations = [
+        cite(text, first, quote="a <b>bold</b> quote", verified=True, status="verified", reason="on p.2",
+             source=1, found_page=2),
+        cite(text, second, arxiv_id="2401.99999", page=3, quote="x", verified=False, status="invented",
+             reason="not one of the sources <i>"),
+    ]
+    html, = render({"text": text, "citations": citations})
+    assert '<a class="cite-source" href="#turn-1-s1"' in html
+    assert 'href="https://arxiv.org/pdf/1904.08375#page=2"' in html
+    assert "<b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html and "<i>" not in html
+    unverified = html[html.index('class="cite unverified'):]
+    assert "<a" not in unverified.split("</span>]</span>")[0]  # an unverified citation links nowhere
+    assert "✗ not verified: not one of the sources &lt;i&gt;" in unverified
+
+
+def test_the_model_cannot_forge_a_placeholder_and_code_keeps_citations_as_written(render):
+    text = 'Forged \ue0000\ue001 here. In code: `[arXiv:1904.08375 p.2 "q q q"]` end.'
+    raw = '[arXiv:1904.08375 p.2 "q q q"]'
+    citations = [cite(text, raw, verified=True, status="verified", reason="ok", source=1)]
+    html, = render({"text": text, "citations": citations})
+    assert html.count('class="cite') == 0  # the only real citation sits in code: shown as written
+    escaped = raw.replace('"', "&quot;")
+    assert f"<code>{escaped}</code>" in html
+    assert "\ufffd" in html  # the forged placeholder became a replacement character
+
+
+def test_table_alignment_becomes_a_class_not_a_style(render):
+    html, = render({"text": "| a | b |\n|:-:|--:|\n| 1 | 2 |\n"})
+    assert "<table>" in html and "style=" not in html
+    assert 'class="align-center"' in html and 'class="align-right"' in html
+
+
+def test_uncited_sentences_are_marked(render):
+    text = "A cited claim [arXiv:1904.08375 p.2 \"q q q\"]. An uncited claim about things."
+    raw = '[arXiv:1904.08375 p.2 "q q q"]'
+    uncited_text = "An uncited claim about things."
+    start = text.index(uncited_text)
+    html, = render({
+        "text": text,
+        "citations": [cite(text, raw, verified=True, status="verified", reason="ok", source=1)],
+        "uncited": [{"text": uncited_text, "start": start, "end": start + len(uncited_text)}],
+    })
+    assert html.index("An uncited claim about things.") < html.index('class="uncited-mark"')

@@ -1,0 +1,194 @@
+// An answer on screen and on disk: Markdown through markdown-it (no raw HTML, http(s) links only, no
+// images), citations drawn from the verifier's findings, and the Markdown and BibTeX exports.
+//
+// Model output is untrusted. Citations are cut out of the text by the core's own parser (its offsets)
+// and replaced by placeholders in a private-use range before markdown-it sees the text; a core rule then
+// turns each placeholder into a citation token whose renderer escapes everything it writes. Placeholder
+// characters already in the model's text are replaced first, so the model cannot forge one.
+
+import MarkdownIt from "./markdown-it.mjs";
+
+const ARXIV = "https://arxiv.org";
+const OPEN = "\uE000"; // placeholder: OPEN + index + CLOSE (citation) or UNCITED + index + CLOSE
+const UNCITED = "\uE002";
+const CLOSE = "\uE001";
+const PLACEHOLDER = /([\uE000\uE002])(\d+)\uE001/g;
+const SAFE_URL = /^https?:\/\//i;
+
+export function reasonText(citation) {
+  return citation.reason || citation.status || "could not be checked";
+}
+
+function citedPages(citation) {
+  return citation.page_end && citation.page_end !== citation.page ? `pp.${citation.page}-${citation.page_end}` : `p.${citation.page}`;
+}
+
+export function pagesLabel(source) {
+  return source.page_start === source.page_end ? `p.${source.page_start}` : `pp.${source.page_start}-${source.page_end}`;
+}
+
+export function pdfUrl(arxivId, page) {
+  return `${ARXIV}/pdf/${arxivId}#page=${page}`;
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function makeMarkdown() {
+  const md = new MarkdownIt({ html: false, linkify: false, typographer: false });
+  md.disable(["image"]); // an image would fetch from wherever the model says
+  md.validateLink = (url) => SAFE_URL.test(url.trim());
+  const defaultLinkOpen = md.renderer.rules.link_open || ((tokens, i, options, env, self) => self.renderToken(tokens, i, options));
+  md.renderer.rules.link_open = (tokens, i, options, env, self) => {
+    tokens[i].attrSet("rel", "noopener noreferrer nofollow");
+    return defaultLinkOpen(tokens, i, options, env, self);
+  };
+  // Table alignment arrives as a style attribute, which the page's CSP refuses: use a class instead.
+  for (const rule of ["th_open", "td_open"]) {
+    md.renderer.rules[rule] = (tokens, i, options, env, self) => {
+      const style = tokens[i].attrGet("style");
+      if (style) {
+        tokens[i].attrs = tokens[i].attrs.filter(([name]) => name !== "style");
+        const align = /text-align:(left|right|center)/.exec(style);
+        if (align) tokens[i].attrSet("class", `align-${align[1]}`);
+      }
+      return self.renderToken(tokens, i, options);
+    };
+  }
+  md.core.ruler.push("citations", (state) => {
+    const restore = (text) => text.replace(PLACEHOLDER, (_, kind, n) => (kind === OPEN ? state.env.raw[n] : ""));
+    for (const token of state.tokens) {
+      if (token.type === "fence" || token.type === "code_block") token.content = restore(token.content);
+      if (token.type !== "inline" || !token.children) continue;
+      const children = [];
+      for (const child of token.children) {
+        if (child.type === "code_inline") child.content = restore(child.content);
+        if (child.type !== "text" || !child.content.includes(CLOSE)) {
+          children.push(child);
+          continue;
+        }
+        let at = 0;
+        for (const match of child.content.matchAll(PLACEHOLDER)) {
+          if (match.index > at) children.push(textToken(state, child.content.slice(at, match.index)));
+          const mark = new state.Token(match[1] === OPEN ? "citation" : "uncited", "", 0);
+          mark.meta = { index: Number(match[2]) };
+          children.push(mark);
+          at = match.index + match[0].length;
+        }
+        if (at < child.content.length) children.push(textToken(state, child.content.slice(at)));
+      }
+      token.children = children;
+    }
+  });
+  md.renderer.rules.citation = (tokens, i, options, env) => env.drawCitation(tokens[i].meta.index);
+  md.renderer.rules.uncited = () =>
+    '<span class="uncited-mark" title="This sentence cites no source">(no citation)</span>';
+  return md;
+}
+
+function textToken(state, content) {
+  const token = new state.Token("text", "", 0);
+  token.content = content;
+  return token;
+}
+
+const markdown = makeMarkdown();
+
+/** Plain Markdown to HTML, for the text while it streams (citations not yet checked show as written). */
+export function renderPlain(text) {
+  return markdown.render(String(text).replace(/[\uE000-\uE002]/g, "\uFFFD"));
+}
+
+/**
+ * The answer as HTML with each citation drawn from its finding and each uncited sentence marked.
+ * citations: the verifier's list, each with `start`/`end` (code-point offsets into `text`);
+ * uncited: [{start, end}] sentences that cite nothing; sourceId(citation): the card's element id or null.
+ */
+export function renderVerified(text, citations, uncited, sourceId) {
+  const chars = [...String(text).replace(/[\uE000-\uE002]/g, "\uFFFD")];
+  const cuts = [
+    ...citations.map((c, n) => ({ start: c.start, end: c.end, insert: `${OPEN}${n}${CLOSE}` })),
+    ...uncited.map((u, n) => ({ start: u.end, end: u.end, insert: `${UNCITED}${n}${CLOSE}` })),
+  ].sort((a, b) => b.start - a.start || b.end - a.end);
+  const raw = citations.map((c) => chars.slice(c.start, c.end).join(""));
+  for (const cut of cuts) chars.splice(cut.start, cut.end - cut.start, cut.insert);
+  const env = { raw, drawCitation: (n) => drawCitation(citations[n], sourceId(citations[n])) };
+  return markdown.render(chars.join(""), env);
+}
+
+function drawCitation(citation, sourceId) {
+  const label = escapeHtml(`arXiv:${citation.arxiv_id} ${citedPages(citation)}`);
+  const pdf = pdfUrl(citation.arxiv_id, citation.found_page ?? citation.page);
+  const quote = citation.quote ? escapeHtml(` “${citation.quote}”`) : "";
+  if (citation.verified) {
+    const target = escapeHtml(sourceId ? `#${sourceId}` : pdf);
+    return (
+      `<span class="cite verified">[<a class="cite-source" href="${target}" title="Verified: ${escapeHtml(reasonText(citation))}${quote}">${label}</a>` +
+      ` <a class="cite-pdf" href="${escapeHtml(pdf)}" rel="noopener noreferrer">PDF</a>` +
+      `<span class="cite-state"> ✓ verified</span>]</span>`
+    );
+  }
+  const reason = escapeHtml(reasonText(citation));
+  return (
+    `<span class="cite unverified ${escapeHtml(citation.status || "")}" title="Not verified: ${reason}">[<span class="cite-label">${label}</span>${quote ? `<span class="cite-quote">${quote}</span>` : ""}` +
+    `<span class="cite-state"> ✗ not verified: ${reason}</span>]</span>`
+  );
+}
+
+export function summaryLine(citations) {
+  const verified = citations.filter((c) => c.verified).length;
+  if (!citations.length) return "The answer cites no sources: nothing in it is verified.";
+  return `${verified} of ${citations.length} citation${citations.length === 1 ? "" : "s"} verified`;
+}
+
+// --- exports -----------------------------------------------------------------------------------------
+
+function citedPapers(citations, sources) {
+  const byId = new Map();
+  for (const citation of citations) {
+    const source = sources.find((s) => s.arxiv_id === citation.arxiv_id);
+    if (!byId.has(citation.arxiv_id)) byId.set(citation.arxiv_id, { arxiv_id: citation.arxiv_id, source, pages: new Set(), verified: 0, total: 0 });
+    const paper = byId.get(citation.arxiv_id);
+    paper.pages.add(citation.page);
+    paper.total += 1;
+    if (citation.verified) paper.verified += 1;
+  }
+  return [...byId.values()];
+}
+
+export function answerMarkdown({ question, answer, citations, sources, summary }) {
+  const lines = [`# ${question}`, "", answer.trim(), "", "## References", ""];
+  for (const paper of citedPapers(citations, sources)) {
+    const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ");
+    const title = paper.source ? `${paper.source.title}. ` : "";
+    const state = paper.verified === paper.total ? "verified" : `${paper.verified} of ${paper.total} citations verified`;
+    lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${ARXIV}/abs/${paper.arxiv_id}`);
+  }
+  lines.push("", `${summary} (checked against the sources by Reading Room).`, "");
+  return lines.join("\n");
+}
+
+function bibtexValue(text) {
+  return String(text).replace(/[{}\\]/g, "").replace(/([%&$#_])/g, "\\$1").replace(/\s+/g, " ").trim();
+}
+
+export function citedBibtex({ citations, sources }) {
+  const entries = [];
+  for (const paper of citedPapers(citations, sources)) {
+    const source = paper.source;
+    if (!source) continue; // not among the sources: nothing known about it
+    const fields = [
+      ["title", `{${bibtexValue(source.title)}}`],
+      ["author", (source.authors || []).map(bibtexValue).join(" and ")],
+      ["year", source.year],
+      ["eprint", paper.arxiv_id],
+      ["archivePrefix", "arXiv"],
+      ["primaryClass", (source.categories || [])[0]],
+      ["url", `${ARXIV}/abs/${paper.arxiv_id}`],
+    ].filter(([, value]) => value);
+    const key = `arxiv${paper.arxiv_id.replace(/[^0-9A-Za-z]/g, "")}`;
+    entries.push(`@misc{${key},\n${fields.map(([name, value]) => `  ${name} = {${value}}`).join(",\n")}\n}`);
+  }
+  return entries.join("\n\n") + (entries.length ? "\n" : "");
+}
