@@ -78,6 +78,18 @@ def run_build(corpus_file: Path, out: Path, cache: Path, source: Path | Generate
     return main([*args, *extra])
 
 
+MIRROR_PAPERS = ("1904.08375", "2412.19048", "2305.13245", "1410.3831")  # 7-8 pages each
+
+
+@pytest.fixture(scope="session")
+def mirror_site(tmp_path_factory, mirror_dir) -> Path:
+    """Four real PDFs from ../shared/arxiv-mirror (two-column layouts, ligatures, hyphenation)."""
+    root = tmp_path_factory.mktemp("mirror-site")
+    listed = write_corpus(root / "readingroom.toml", MIRROR_PAPERS)
+    assert run_build(listed, root / "site", root / "cache", mirror_dir) == 0
+    return root / "site"
+
+
 @pytest.fixture(scope="session")
 def built_sites(tmp_path_factory, generated_corpus) -> BuiltSites:
     """Built once per session; several test modules read these sites (building costs a model load)."""

@@ -115,7 +115,7 @@ def test_prompts_stay_within_the_budget_by_real_tokenizers(engine, encode):
             assert counts[name] <= budget, (name, counts, budget, prompt.messages[-1]["content"][-200:])
             fullest[name] = max(fullest[name], counts[name] / budget)
     # Conservative, not wasteful: the budget is mostly used by the hungriest tokenizer.
-    assert fullest["llama2"] > 0.75, fullest
+    assert fullest["llama2"] > 0.7, fullest
     assert fullest["o200k"] > 0.5, fullest
 
 
@@ -228,9 +228,11 @@ def test_pyodide_gives_the_browser_the_same_evidence(site, encode, tmp_path):
     )
 
 
-def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(engine):
-    """The dev questions' evidence sentences, copied from the PDFs (ligatures, "cor- pus" hyphens and
+@pytest.mark.mirror
+def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(mirror_site):
+    """The dev questions' evidence sentences, copied from real PDFs (ligatures, "cor- pus" hyphens and
     all), verify on their gold page and not on a neighbouring source page."""
+    engine = open_folder(mirror_site).engine
     paper_index = {paper["id"]: index for index, paper in enumerate(engine.papers)}
     checked = 0
     for line in DEV_QUESTIONS.read_text(encoding="utf-8").splitlines():

@@ -8,7 +8,7 @@ ligatures, real reference lists) and skip when the mirror is absent.
 import json
 
 import pytest
-from conftest import run_build, write_corpus
+from conftest import MIRROR_PAPERS
 from test_build import assert_evidence_on_gold_pages, site_chunks
 
 from builder.cli import main
@@ -16,17 +16,7 @@ from builder.paths import DEV_QUESTIONS
 
 pytestmark = pytest.mark.mirror
 
-SMALL_PAPERS = ("1904.08375", "2412.19048", "2305.13245")  # 7 pages each
-ADDED_PAPER = "1410.3831"  # 8 pages
-PAPERS = {*SMALL_PAPERS, ADDED_PAPER}
-
-
-@pytest.fixture(scope="module")
-def mirror_site(tmp_path_factory, mirror_dir):
-    root = tmp_path_factory.mktemp("mirror-site")
-    listed = write_corpus(root / "readingroom.toml", (*SMALL_PAPERS, ADDED_PAPER))
-    assert run_build(listed, root / "site", root / "cache", mirror_dir) == 0
-    return root / "site"
+PAPERS = set(MIRROR_PAPERS)
 
 
 def run_json(capsys, *args):
