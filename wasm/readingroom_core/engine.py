@@ -18,7 +18,7 @@ import math
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import mul
 
 from readingroom_core.analysis import Query, contains_phrase, parse_query
@@ -353,14 +353,16 @@ class SearchEngine:
 
     def search(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> list[Hit]:
         check_options(options)
+        parsed, query_filters = parse_search(query)
+        filters = merge_filters(options.filters, self._resolve_tags(query_filters))
+        limit = max(options.candidates, options.k)
+        allowed = self._allowed_by(filters, limit)
+        if not parsed.terms and not parsed.phrases and allowed is not None:
+            return [self._hit(result, ()) for result in self._browse(allowed, options.k)]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
                 "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
             )
-        parsed, query_filters = parse_search(query)
-        filters = merge_filters(options.filters, query_filters)
-        limit = max(options.candidates, options.k)
-        allowed = self._allowed_by(filters, limit)
         rankings: dict[str, Ranking] = {}
         if parsed.phrases:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
@@ -385,6 +387,45 @@ class SearchEngine:
             per_page=options.per_page,
         )
         return [self._hit(result, parsed.terms) for result in top]
+
+    def _resolve_tags(self, filters: Filters) -> Filters:
+        """Typed `tag:` values as the corpus spells them: a unique prefix stands for its tag (tag:rag).
+
+        An unknown or ambiguous value is an error that lists the tags, not an empty result page.
+        """
+        if not filters.tags:
+            return filters
+        known = sorted({tag for keys in self._paper_keys for tag in keys.tags})
+        resolved = []
+        for value in filters.tags:
+            wanted = value.strip().lower()
+            matches = [wanted] if wanted in known else [tag for tag in known if tag.startswith(wanted)]
+            if len(matches) != 1:
+                how = "matches several tags" if matches else "is not a tag of this corpus"
+                raise QuerySyntaxError(f"tag:{value} {how}; the tags are {', '.join(matches or known)}")
+            resolved.append(matches[0])
+        return replace(filters, tags=tuple(resolved))
+
+    def _browse(self, allowed: _Allowed, k: int) -> list[Fused]:
+        """A query of filters alone: the matching papers' passages with no words to rank them by.
+
+        Each paper offers the first passage of each of its sections, in page order; papers take turns
+        (newest first), so one paper shows its sections and many papers show their openings.
+        """
+        papers = [i for i, paper in enumerate(self.papers) if allowed.test(paper["chunks"][0])]
+        papers.sort(key=lambda i: (-(self._paper_keys[i].year or 0), i))
+        openings = []
+        for turn, paper_index in enumerate(papers):
+            first, count = self.papers[paper_index]["chunks"]
+            seen_sections: set[int] = set()
+            for doc_id in range(first, first + count):
+                if self._section[doc_id] not in seen_sections:
+                    seen_sections.add(self._section[doc_id])
+                    openings.append((len(seen_sections), turn, doc_id))
+        openings.sort()
+        return [
+            Fused(doc_id, 0.0, dict.fromkeys(RETRIEVERS)) for _, _, doc_id in openings[:k]
+        ]
 
     def _pages_of(self, doc_id: int) -> range:
         start = self._page_start[doc_id]
