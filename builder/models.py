@@ -172,6 +172,7 @@ class ParsedPaper:
     references_span: tuple[int, int] | None = None  # [start, end) in `text`
     page_count: int = 0
     flags: list[PageFlag] = field(default_factory=list)
+    unmapped_glyphs: int = 0  # glyphs the PDF does not map to Unicode, dropped from `text`
 
     def page_at(self, offset: int) -> int:
         """The 1-based page that holds character `offset` of `text`."""
@@ -206,6 +207,7 @@ class ParsedPaper:
             references_span=tuple(data["references_span"]) if data.get("references_span") else None,
             page_count=data.get("page_count", 0),
             flags=[PageFlag(**f) for f in data.get("flags", [])],
+            unmapped_glyphs=data.get("unmapped_glyphs", 0),
         )
 
 
