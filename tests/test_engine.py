@@ -604,3 +604,18 @@ def test_the_encoder_reads_the_query_without_its_field_filters():
 
     query = 'low-rank  adapters year:2020..2023 author:"van der" cat:cs.CL "exact phrase" id:2106.09685'
     assert embedding_text(query) == 'low-rank adapters "exact phrase"'
+
+
+def test_did_you_mean_offers_the_corpus_own_words(engine):
+    """Issue 12: typos get help from the corpus's vocabulary, field filters left as typed."""
+    assert engine.suggest("low-rank adaptaion of weigths") == "low-rank adaptation of weights"
+    assert engine.suggest("Retreival tag:rag") == "Retrieval tag:rag"
+    assert engine.suggest("low-rank adaptation") is None  # every word is in the corpus
+    assert engine.suggest("zzqx") is None  # nothing close: no suggestion rather than a wild guess
+
+
+def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
+    assert engine_module.edit_distance("attnetion", "attention", 2) == 1
+    assert engine_module.edit_distance("transfom", "transform", 2) == 1
+    assert engine_module.edit_distance("kitten", "sitting", 3) == 3
+    assert engine_module.edit_distance("abcdef", "uvwxyz", 2) == 3

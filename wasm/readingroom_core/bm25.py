@@ -72,6 +72,23 @@ class BM25Index:
             self._decoded[term] = decode_entry(entry) if entry is not None else None
         return self._decoded[term]
 
+    def doc_freq(self, term: str) -> int:
+        """How many documents hold `term` (0 when none), without decoding its postings."""
+        if term not in self._terms:
+            self._ensure_shard_for(term)
+        entry = self._terms.get(term)
+        return len(entry[0]) if entry is not None else 0
+
+    def terms_near(self, term: str, shortest: int, longest: int) -> list[str]:
+        """Indexed terms that could be `term` misspelt: its shard's (and any loaded) terms with the same
+        first letter and a length in [shortest, longest]. Loads at most the one shard that holds `term`."""
+        self._ensure_shard_for(term)
+        return [
+            known
+            for known in self._terms
+            if known[:1] == term[:1] and shortest <= len(known) <= longest and known != term
+        ]
+
     def _ensure_shard_for(self, term: str) -> bool:
         """Load the shard whose term range holds `term`; False when no shard can hold it."""
         index = bisect_right(self._shard_firsts, term) - 1

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import mul
 
-from readingroom_core.analysis import Query, contains_phrase, parse_query
+from readingroom_core.analysis import Query, analyze, contains_phrase, parse_query
 from readingroom_core.bm25 import BM25Index
 from readingroom_core.fusion import (
     Fused,
@@ -104,6 +104,7 @@ class Hit:
     text: str
     snippet: str
     highlights: list[tuple[int, int]]  # offsets into snippet
+    similarity: float | None = None  # cosine of query and passage, where the dense side returned it
 
 
 class QuerySyntaxError(ValueError):
@@ -375,6 +376,7 @@ class SearchEngine:
             rankings["bm25"] = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
         if options.mode != "bm25" and query_vector is not None:
             rankings["dense"] = self._dense_ranking(query_vector, limit, options.ef, allowed)
+        similarity = dict(rankings.get("dense", ()))
         fused = self._fuse(rankings, options)
         top = diversify(
             fused,
@@ -386,7 +388,56 @@ class SearchEngine:
             per_section=options.per_section,
             per_page=options.per_page,
         )
-        return [self._hit(result, parsed.terms) for result in top]
+        return [self._hit(result, parsed.terms, similarity.get(result.doc_id)) for result in top]
+
+    def suggest(self, query: str) -> str | None:
+        """`query` with each word the corpus never uses replaced by the closest word it does, or None.
+
+        "transfomer attention" -> "transformer attention". Candidates are indexed terms within a small
+        edit distance, the most frequent winning; the word shown is the commonest spelling of that term
+        in a passage that holds it, so the suggestion reads as text, not as a stem.
+        """
+        filters = [match.span() for match in _FIELD_RE.finditer(query)]
+        changed, pieces, at = False, [], 0
+        for match in _WORD_RE.finditer(query):
+            if any(start <= match.start() < end for start, end in filters):
+                continue
+            terms = analyze(match.group())
+            if len(terms) != 1 or self._bm25.doc_freq(terms[0]):
+                continue
+            better = self._closest_term(terms[0], match.group().lower())
+            if better is None:
+                continue
+            pieces += [query[at : match.start()], self._spelling_of(better, match.group())]
+            at, changed = match.end(), True
+        return "".join([*pieces, query[at:]]) if changed else None
+
+    def _closest_term(self, term: str, typed: str) -> str | None:
+        """The indexed term (a stem) nearest to a prefix of the typed word: stems drop endings, so
+        "adaptaion" is compared with "adapt" as "adapt" + an ending, not with its own odd stem."""
+        allowed = 1 if len(typed) <= 5 else 2
+        best: tuple[int, int, int, str] | None = None
+        for known in self._bm25.terms_near(term, len(typed) - MAX_ENDING, len(typed) + allowed):
+            if not known.isalpha():
+                continue
+            distance, ending = stem_distance(known, typed, allowed)
+            if distance <= allowed:
+                candidate = (distance, ending, -self._bm25.doc_freq(known), known)
+                best = candidate if best is None or candidate < best else best
+        return best[3] if best else None
+
+    def _spelling_of(self, term: str, typed: str) -> str:
+        """Of the words in the first passage holding `term` that analyse to it, the one nearest to what was
+        typed ("transformer" rather than "transforms" for "transfomer"), cased like `typed`."""
+        doc_ids, _ = self._bm25.postings(term)
+        words = [w.lower() for w in _WORD_RE.findall(self.chunk(doc_ids[0])["t"]) if analyze(w) == [term]]
+        typed_lower = typed.lower()
+        word = (
+            min(sorted(set(words)), key=lambda w: (edit_distance(typed_lower, w, len(w) + len(typed)), -words.count(w)))
+            if words
+            else term
+        )
+        return word.capitalize() if typed[:1].isupper() else word
 
     def _resolve_tags(self, filters: Filters) -> Filters:
         """Typed `tag:` values as the corpus spells them: a unique prefix stands for its tag (tag:rag).
@@ -498,7 +549,7 @@ class SearchEngine:
         weights = {"dense": options.dense_weight, "bm25": 1.0 - options.dense_weight}
         return weighted_score_fusion(rankings, weights)
 
-    def _hit(self, result: Fused, query_terms: Iterable[str]) -> Hit:
+    def _hit(self, result: Fused, query_terms: Iterable[str], similarity: float | None = None) -> Hit:
         doc_id = result.doc_id
         paper = self.papers[self._paper_of[doc_id]]
         chunk = self.chunk(doc_id)
@@ -516,7 +567,65 @@ class SearchEngine:
             text=chunk["t"],
             snippet=snippet.text,
             highlights=snippet.highlights,
+            similarity=similarity,
         )
+
+
+# Below this cosine, a passage that shares no word with the query is noise, not an answer. Calibrated on
+# the mirror site: see weak_match.
+WEAK_SIMILARITY = 0.30
+
+
+def weak_match(hits: Sequence[Hit]) -> bool:
+    """Whether nothing matches well: no passage shares a word with the query and none is close in meaning.
+
+    A nonsense query ("zzqx") still gets the 20 nearest passages from the dense side; the page says so
+    instead of presenting them as answers.
+    """
+    if any(hit.ranks.get("bm25") is not None for hit in hits):
+        return False
+    best = max((hit.similarity for hit in hits if hit.similarity is not None), default=None)
+    return best is None or best < WEAK_SIMILARITY
+
+
+_WORD_RE = re.compile(r"[A-Za-z]{4,}")  # shorter words are too easily another real word
+MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
+
+
+def stem_distance(stem: str, word: str, limit: int) -> tuple[int, int]:
+    """(edit distance of `stem` to the closest prefix of `word`, letters of `word` after that prefix),
+    counting only prefixes that leave at most MAX_ENDING letters; distances over `limit` as limit + 1."""
+    previous2: list[int] = []
+    previous = list(range(len(word) + 1))
+    for i, char_s in enumerate(stem, start=1):
+        current = [i] + [0] * len(word)
+        for j, char_w in enumerate(word, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_s != char_w))
+            if i > 1 and j > 1 and char_s == word[j - 2] and stem[i - 2] == char_w:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    best = (limit + 1, 0)
+    for j in range(max(1, len(word) - MAX_ENDING), len(word) + 1):
+        best = min(best, (previous[j], len(word) - j))
+    return best if best[0] <= limit else (limit + 1, 0)
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance with adjacent transpositions; anything over `limit` is reported as limit + 1."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return min(previous[-1], limit + 1)
 
 
 def exact_ranking(
