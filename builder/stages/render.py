@@ -222,6 +222,9 @@ class SitePages:
         )
         self.write("corpus/index.html", "corpus.html", page="corpus", papers=newest_first)
         self.write("about/index.html", "about.html", page="about")
+        # Static hosts (GitHub Pages, Netlify, nginx's error_page) serve this for any missing path; its
+        # links are absolute (under base_url) so they work from whatever address was mistyped.
+        self.write("404.html", "404.html", page="not-found")
         for paper in self.papers:
             self.write(
                 paper_dir(paper["id"]) + "index.html",
