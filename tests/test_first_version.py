@@ -5,7 +5,7 @@ import json
 import pytest
 
 from builder.models import first_version_date
-from builder.stages.fetch import meta_from_mirror
+from builder.stages.fetch.sources import meta_from_mirror
 from builder.stages.store import paper_record, year_of
 
 
