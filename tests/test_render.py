@@ -209,3 +209,9 @@ def test_corpus_page_speaks_to_readers_not_builders(hostile_site):
 def test_every_select_has_a_name_of_its_own(hostile_site):
     html = (hostile_site / "index.html").read_text(encoding="utf-8")
     assert 'id="year-max" name="year_max" aria-label="To year"' in html
+
+
+def test_paper_page_dates_the_first_version_apart_from_this_copy(hostile_site):
+    """Issue 12, item 2: 1904.08375 appeared in April 2019, whatever revision the mirror holds."""
+    html = (hostile_site / "papers" / "1904.08375" / "index.html").read_text(encoding="utf-8")
+    assert '<dt>First version</dt><dd><time datetime="2019-04' in html
