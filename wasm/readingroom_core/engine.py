@@ -405,39 +405,42 @@ class SearchEngine:
             terms = analyze(match.group())
             if len(terms) != 1 or self._bm25.doc_freq(terms[0]):
                 continue
-            better = self._closest_term(terms[0], match.group().lower())
+            better = self._correction(terms[0], match.group())
             if better is None:
                 continue
-            pieces += [query[at : match.start()], self._spelling_of(better, match.group())]
+            pieces += [query[at : match.start()], better]
             at, changed = match.end(), True
         return "".join([*pieces, query[at:]]) if changed else None
 
-    def _closest_term(self, term: str, typed: str) -> str | None:
-        """The indexed term (a stem) nearest to a prefix of the typed word: stems drop endings, so
-        "adaptaion" is compared with "adapt" as "adapt" + an ending, not with its own odd stem."""
-        allowed = 1 if len(typed) <= 5 else 2
-        best: tuple[int, int, int, str] | None = None
-        for known in self._bm25.terms_near(term, len(typed) - MAX_ENDING, len(typed) + allowed):
-            if not known.isalpha():
-                continue
-            distance, ending = stem_distance(known, typed, allowed)
-            if distance <= allowed:
-                candidate = (distance, ending, -self._bm25.doc_freq(known), known)
-                best = candidate if best is None or candidate < best else best
-        return best[3] if best else None
+    def _correction(self, term: str, typed: str) -> str | None:
+        """A word of the corpus within a small edit distance of `typed`, or None.
 
-    def _spelling_of(self, term: str, typed: str) -> str:
-        """Of the words in the first passage holding `term` that analyse to it, the one nearest to what was
-        typed ("transformer" rather than "transforms" for "transfomer"), cased like `typed`."""
+        Indexed terms are stems, so each is compared with a prefix of the typed word ("adaptaion" is
+        "adapt" + an ending); the nearest few stems are then spelt out from passages that hold them
+        and the nearest real word wins, so the suggestion reads as text.
+        """
+        lower = typed.lower()
+        allowed = 1 if len(lower) <= 5 else 2
+        candidates = []
+        for known in self._bm25.terms_near(term, max(4, len(lower) - MAX_ENDING), len(lower) + allowed):
+            if known.isalpha():
+                distance, ending = stem_distance(known, lower, allowed)
+                if distance <= allowed:
+                    candidates.append((distance, ending, -self._bm25.doc_freq(known), known))
+        for *_, known in sorted(candidates)[:SPELLED_CANDIDATES]:
+            spelt = [(edit_distance(lower, word, allowed), word) for word in self._spellings(known)]
+            distance, word = min(spelt, default=(allowed + 1, ""))
+            if distance <= allowed:
+                return word.capitalize() if typed[:1].isupper() else word
+        return None
+
+    def _spellings(self, term: str) -> set[str]:
+        """Words that analyse to `term` in up to five passages holding it, spread over the corpus."""
         doc_ids, _ = self._bm25.postings(term)
-        words = [w.lower() for w in _WORD_RE.findall(self.chunk(doc_ids[0])["t"]) if analyze(w) == [term]]
-        typed_lower = typed.lower()
-        word = (
-            min(sorted(set(words)), key=lambda w: (edit_distance(typed_lower, w, len(w) + len(typed)), -words.count(w)))
-            if words
-            else term
-        )
-        return word.capitalize() if typed[:1].isupper() else word
+        words: set[str] = set()
+        for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
+            words.update(w.lower() for w in _WORD_RE.findall(self.chunk(doc_id)["t"]) if analyze(w) == [term])
+        return words
 
     def _resolve_tags(self, filters: Filters) -> Filters:
         """Typed `tag:` values as the corpus spells them: a unique prefix stands for its tag (tag:rag).
@@ -590,7 +593,8 @@ def weak_match(hits: Sequence[Hit]) -> bool:
     return best is None or best < WEAK_SIMILARITY
 
 
-_WORD_RE = re.compile(r"[A-Za-z]{4,}")  # shorter words are too easily another real word
+_WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
+SPELLED_CANDIDATES = 3  # nearest stems spelt out (each may read up to five paper text files)
 MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
 
 
