@@ -6,8 +6,32 @@ lets each stage be tested alone and cached on disk.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# New-style ids (since April 2007) begin with the year and month of first submission: 1706.03762 -> 2017-06.
+_NEW_STYLE_ID = re.compile(r"(\d{2})(\d{2})\.\d{4,5}(?:v\d+)?")
+# Old-style ids (archive/YYMMNNN) encode it too: hep-th/9901001 -> 1999-01.
+_OLD_STYLE_ID = re.compile(r"[a-z\-]+(?:\.[A-Z]{2})?/(\d{2})(\d{2})\d{3}(?:v\d+)?")
+
+
+def first_version_date(arxiv_id: str, published: str) -> str:
+    """When the paper first appeared: arXiv's `published` (the v1 date), else the month its id encodes.
+
+    A mirror copy of a later version often lacks `published`; its `updated` date is the revision's,
+    which put "Attention Is All You Need" in 2023. Returns "YYYY-MM-DD", "YYYY-MM" or "".
+    """
+    if published[:4].isdigit():
+        return published[:10]
+    match = _NEW_STYLE_ID.fullmatch(arxiv_id) or _OLD_STYLE_ID.fullmatch(arxiv_id)
+    if not match:
+        return ""
+    yy, month = int(match.group(1)), int(match.group(2))
+    if not 1 <= month <= 12:
+        return ""
+    century = 1900 if match.re is _OLD_STYLE_ID and yy >= 91 else 2000
+    return f"{century + yy:04d}-{month:02d}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,11 @@ class PaperMeta:
     comment: str = ""
     doi: str = ""
     journal_ref: str = ""
+
+    @property
+    def first_version(self) -> str:
+        """Date of v1 ("YYYY-MM-DD" or "YYYY-MM"), what the site shows, filters and sorts by as the year."""
+        return first_version_date(self.arxiv_id, self.published)
 
     @property
     def versioned_id(self) -> str:
@@ -141,6 +170,7 @@ class ParsedPaper:
     references_span: tuple[int, int] | None = None  # [start, end) in `text`
     page_count: int = 0
     flags: list[PageFlag] = field(default_factory=list)
+    unmapped_glyphs: int = 0  # glyphs the PDF does not map to Unicode, dropped from `text`
 
     def page_at(self, offset: int) -> int:
         """The 1-based page that holds character `offset` of `text`."""
@@ -174,6 +204,7 @@ class ParsedPaper:
             references_span=tuple(data["references_span"]) if data.get("references_span") else None,
             page_count=data.get("page_count", 0),
             flags=[PageFlag(**f) for f in data.get("flags", [])],
+            unmapped_glyphs=data.get("unmapped_glyphs", 0),
         )
 
 

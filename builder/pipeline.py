@@ -156,6 +156,8 @@ def parse_papers(
             report.failures.append(result)
             continue
         parsed.append((paper, result))
+        if result.unmapped_glyphs:
+            report.unmapped_glyphs[result.arxiv_id] = result.unmapped_glyphs
         report.flagged_pages.extend(
             FlaggedPage(result.arxiv_id, flag.page, flag.kind, flag.detail) for flag in result.flags
         )

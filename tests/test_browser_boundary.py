@@ -34,7 +34,11 @@ def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
     hits = site.engine.search(QUERY, None, SearchOptions(k=5, mode="bm25"))
     assert len(hits) == 5
     papers = {paper["id"]: paper for paper in site.engine.papers}
-    assert reply == {"hits": [json.loads(json.dumps(hit_json(h, papers[h.arxiv_id]))) for h in hits]}
+    assert reply == {
+        "hits": [json.loads(json.dumps(hit_json(h, papers[h.arxiv_id]))) for h in hits],
+        "weak": False,  # the query's words are in the corpus
+        "suggestion": None,
+    }
     first = reply["hits"][0]
     assert first["authors"] == papers[first["arxiv_id"]]["authors"] and first["year"]
     assert first["ranks"] == {"bm25": 1, "dense": None}

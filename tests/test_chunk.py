@@ -200,3 +200,38 @@ def test_text_between_sentences_counts_against_the_limit(counter, hf_tokenizer):
     assert len(chunks) > 2
     for c in chunks:
         assert len(hf_tokenizer(c.indexed_text, truncation=False)["input_ids"]) <= 256
+
+
+def test_a_lone_heading_opens_the_passage_below_it_and_the_author_block_is_left_out(counter):
+    """Issue 12, item 3: "2. Speculative Decoding" alone, or the title-and-author block, ranked first."""
+    rng = random.Random(3)
+    pages = [
+        "Fast Inference via Things\n\nAnn Author * 1 Bob Writer * 1\n\nAbstract\n\n" + paragraph(rng, 3),
+        "2 Method\n\n2.1 Setup\n\n" + paragraph(rng, 4) + "\n\n6 Results\n\n6.1 Translation\n\n" + paragraph(rng, 3),
+        "Acknowledgments",
+    ]
+    paper = make_paper(
+        pages,
+        [(t, t) for t in ("Abstract", "2 Method", "2.1 Setup", "6 Results", "6.1 Translation", "Acknowledgments")],
+    )
+    chunks = chunk_paper(paper, "Fast Inference via Things", counter)
+    assert all("\n" in c.text.strip() for c in chunks), [c.text for c in chunks if "\n" not in c.text]
+    assert not any("Ann Author" in c.text for c in chunks)
+    method = next(c for c in chunks if "2 Method" in c.text)
+    assert method.text.startswith("2 Method\n\n2.1 Setup\n\n") and method.section == "2.1 Setup"
+    results = next(c for c in chunks if "6 Results" in c.text)
+    assert results.text.startswith("6 Results\n\n6.1 Translation\n\n")
+    assert chunks[0].section == "Abstract" and chunks[0].text.startswith("Abstract\n\n")
+
+
+def test_no_mirror_chunk_is_a_heading_alone(mirror_dir, counter):
+    from builder.stages.parse import parse_pdf
+
+    for arxiv_id, title in (
+        ("2211.17192", "Fast Inference from Transformers via Speculative Decoding"),
+        ("1706.03762", "Attention Is All You Need"),
+    ):
+        chunks = chunk_paper(parse_pdf(mirror_dir / "pdf" / f"{arxiv_id}.pdf", arxiv_id), title, counter)
+        short = [c.text for c in chunks if "\n" not in c.text and len(c.text) < 60]
+        assert short == [], (arxiv_id, short)
+        assert not any("Ashish Vaswani∗ Noam Shazeer" in c.text or "Yaniv Leviathan * 1 Matan" in c.text for c in chunks)

@@ -534,8 +534,37 @@ def test_results_are_deterministic(site, encoder):
     assert len(runs[0]) == 10
 
 
-def test_query_with_only_filters_and_no_vector_returns_nothing(engine):
-    assert engine.search("cat:cs.CL", None, SearchOptions()) == []
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_a_query_of_filters_alone_lists_the_papers_passages(engine, mode):
+    """Issue 12, item 1: "Search in this paper" sends id:… alone; it must list that paper's sections."""
+    hits = engine.search("id:2001.00101", None, SearchOptions(mode=mode))
+    assert [hit.section for hit in hits] == ["1 Introduction", "2 Methods", "3 Results"]
+    assert {hit.arxiv_id for hit in hits} == {"2001.00101"}
+    assert [hit.doc_id for hit in hits] == sorted(hit.doc_id for hit in hits)  # reading order
+    assert all(hit.snippet and hit.highlights == [] for hit in hits)
+
+
+def test_filters_alone_over_several_papers_give_each_paper_a_turn(engine):
+    hits = engine.search("cat:cs.CL", None, SearchOptions(k=3))
+    assert [hit.arxiv_id for hit in hits] == ["2106.00202", "2001.00101", "1904.00303"]  # newest first
+    assert all(hit.section.startswith("1 ") for hit in hits)  # each paper's opening passage
+    assert {hit.arxiv_id for hit in engine.search("author:hu", None, SearchOptions())} == {"2106.00202"}
+    assert {hit.arxiv_id for hit in engine.search("year:2023", None, SearchOptions())} == {"2303.00505"}
+    assert engine.search("year:1990", None, SearchOptions()) == []
+
+
+def test_a_unique_tag_prefix_stands_for_its_tag(engine, encoder):
+    query = "model training data"
+    options = SearchOptions(k=40, per_paper=0, per_section=0, per_page=0)
+    assert {hit.arxiv_id for hit in engine.search(f"{query} tag:retr", embed(encoder, query), options)} == {
+        "1904.00303"
+    }
+    assert {hit.arxiv_id for hit in engine.search("tag:gen", None, options)} == {"2303.00505"}
+    assert {hit.arxiv_id for hit in engine.search("tag:rag", None, options)} == {"2001.00101", "1904.00303"}
+    with pytest.raises(QuerySyntaxError, match="tag:r matches several tags; the tags are rag, retrieval"):
+        engine.search("tag:r", None, options)
+    with pytest.raises(QuerySyntaxError, match="tag:cooking is not a tag of this corpus"):
+        engine.search("cooking tag:cooking", None, options)
 
 
 def test_per_query_time(engine, encoder):
@@ -575,3 +604,18 @@ def test_the_encoder_reads_the_query_without_its_field_filters():
 
     query = 'low-rank  adapters year:2020..2023 author:"van der" cat:cs.CL "exact phrase" id:2106.09685'
     assert embedding_text(query) == 'low-rank adapters "exact phrase"'
+
+
+def test_did_you_mean_offers_the_corpus_own_words(engine):
+    """Issue 12: typos get help from the corpus's vocabulary, field filters left as typed."""
+    assert engine.suggest("low-rank adaptaion of weigths") == "low-rank adaptation of weights"
+    assert engine.suggest("Retreival tag:rag") == "Retrieval tag:rag"
+    assert engine.suggest("low-rank adaptation") is None  # every word is in the corpus
+    assert engine.suggest("zzqx") is None  # nothing close: no suggestion rather than a wild guess
+
+
+def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
+    assert engine_module.edit_distance("attnetion", "attention", 2) == 1
+    assert engine_module.edit_distance("transfom", "transform", 2) == 1
+    assert engine_module.edit_distance("kitten", "sitting", 3) == 3
+    assert engine_module.edit_distance("abcdef", "uvwxyz", 2) == 3

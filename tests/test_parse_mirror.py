@@ -116,3 +116,13 @@ def test_full_width_abstract_above_two_columns(parsed):
     left_column_end = first.index("This makes it timely and interesting to develop new analytic insights")
     right_column_start = first.index("When investigating the quality of a neural net")
     assert first.index("We show how the success of deep learning") < left_column_end < right_column_start
+
+
+@pytest.mark.parametrize(("arxiv_id", "at_least"), [("1412.6980", 92), ("2004.05150", 1)])
+def test_glyphs_without_unicode_are_dropped_and_counted(parsed, arxiv_id, at_least):
+    """Issue 12, item 5: U+FFFD ("\ufffdQKT" in a Longformer snippet) neither shows nor reaches the index."""
+    paper = parsed(arxiv_id)
+    assert "\ufffd" not in paper.text
+    assert not re.search("[\ue000-\uf8ff]", paper.text)
+    assert paper.unmapped_glyphs >= at_least
+    assert ParsedPaper.from_json(json.loads(json.dumps(paper.to_json()))).unmapped_glyphs == paper.unmapped_glyphs

@@ -191,3 +191,27 @@ def test_rendering_again_gives_the_same_runtime_files(hostile_site):
     render_site(hostile_site, read_manifest(hostile_site), settings, BuildReport())
     assert read_manifest(hostile_site)["runtime"] == before["runtime"]  # the core wheel too (fixed zip times)
     assert (hostile_site / "index.html").read_bytes() == index_before
+
+
+def test_a_not_found_page_leads_back_to_search(hostile_site):
+    """Issue 12: a mistyped address gets the site's own 404 page (static hosts serve /404.html)."""
+    links = collect(hostile_site / "404.html").links
+    assert BASE in links and f"{BASE}corpus/" in links
+
+
+def test_corpus_page_speaks_to_readers_not_builders(hostile_site):
+    corpus = (hostile_site / "corpus" / "index.html").read_text(encoding="utf-8")
+    manifest = read_manifest(hostile_site)
+    assert "torch" not in corpus and str(manifest["index"].get("scale", "no scale")) not in corpus
+    assert f"{BASE}manifest.json" in collect(hostile_site / "corpus" / "index.html").links
+
+
+def test_every_select_has_a_name_of_its_own(hostile_site):
+    html = (hostile_site / "index.html").read_text(encoding="utf-8")
+    assert 'id="year-max" name="year_max" aria-label="To year"' in html
+
+
+def test_paper_page_dates_the_first_version_apart_from_this_copy(hostile_site):
+    """Issue 12, item 2: 1904.08375 appeared in April 2019, whatever revision the mirror holds."""
+    html = (hostile_site / "papers" / "1904.08375" / "index.html").read_text(encoding="utf-8")
+    assert '<dt>First version</dt><dd><time datetime="2019-04' in html

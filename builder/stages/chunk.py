@@ -2,7 +2,8 @@
 
 A chunk must never be truncated by the model (all-MiniLM-L6-v2 reads 256 word pieces, counting
 [CLS]/[SEP] and the title/section context we prepend), so sizes are counted with the model's own
-tokenizer. Chunks prefer paragraph, then sentence boundaries, never cross a section heading, and
+tokenizer. Chunks prefer paragraph, then sentence boundaries, never cross a section heading (a heading
+with no text of its own opens the passage below it instead of standing alone), and
 overlap by a sentence or two so an answer that straddles a boundary is still found whole.
 """
 
@@ -110,17 +111,45 @@ def paragraph_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def searchable_regions(paper: ParsedPaper) -> list[tuple[int, int, str]]:
-    """(start, end, section title) stretches of text, split at headings, with the bibliography left out."""
-    cuts = sorted({0, len(paper.text), *(s.start for s in paper.sections)})
+    """(start, end, section title) stretches of text, split at headings, with the bibliography left out.
+
+    A heading with no text of its own ("2. Speculative Decoding" right above "2.1. Overview") opens the
+    next stretch instead of becoming a passage alone, and the title-and-author block above an
+    "Abstract" heading is left out: neither is evidence, yet both ranked first for queries naming them.
+    """
+    cuts = sorted({front_matter_end(paper), len(paper.text), *(s.start for s in paper.sections)})
     if paper.references_span:
         cuts = sorted(set(cuts) | set(paper.references_span))
     regions = []
+    pending_start = None  # start of headings waiting for the text they head
     for start, end in zip(cuts, cuts[1:], strict=False):
         if paper.references_span and paper.references_span[0] <= start < paper.references_span[1]:
+            pending_start = None
             continue
-        if paper.text[start:end].strip():
-            regions.append((start, end, paper.section_at(start)))
+        if not paper.text[start:end].strip():
+            continue
+        if heading_only(paper.text[start:end]):
+            pending_start = start if pending_start is None else pending_start
+            continue
+        regions.append((start if pending_start is None else pending_start, end, paper.section_at(start)))
+        pending_start = None
     return regions
+
+
+def front_matter_end(paper: ParsedPaper) -> int:
+    """Where searchable text begins: at an "Abstract" heading that opens the paper, else at 0."""
+    if paper.sections and paper.sections[0].title.lower().startswith("abstract"):
+        return paper.sections[0].start
+    return 0
+
+
+def heading_only(region: str) -> bool:
+    """A stretch that holds one short line (its heading) and nothing else."""
+    text = region.strip()
+    return "\n" not in text and len(text) <= HEADING_ONLY_CHARS
+
+
+HEADING_ONLY_CHARS = 120  # longer than any heading the parser keeps; a real paragraph line is rarely this short
 
 
 @dataclass(frozen=True)

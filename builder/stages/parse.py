@@ -19,7 +19,7 @@ import pymupdf
 
 from builder.models import PageFlag, PageSpan, ParsedPaper, Section
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: glyphs without a Unicode mapping are dropped from kept lines and counted
 
 
 class ParseError(Exception):
@@ -89,6 +89,10 @@ _DIGITS = re.compile(r"\d+")
 _WHITESPACE = re.compile(r"\s+")
 # Glyphs without a Unicode mapping: U+FFFD, private use, control characters, pdfminer-style (cid:NN).
 _JUNK = re.compile(r"[\ufffd\ue000-\uf8ff\x00-\x08\x0b\x0c\x0e-\x1f]|\(cid:\d+\)")
+# What pymupdf gives for a glyph its font does not map to Unicode (mostly TeX's big delimiters and sums
+# from CMEX/txexs, circle pieces, bitmap Type 3 fonts). Left in, "\ufffdQKT" showed in snippets and
+# split words in the index; nothing a reader could type, so dropped from the text and counted.
+_UNMAPPED = re.compile(r"[\ufffd\ue000-\uf8ff]")
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|^CMBX|NimbusRomNo9L-Medi", re.IGNORECASE)
 _BOLD_FLAG = 16
@@ -134,6 +138,7 @@ class RawPage:
     lines: list[Line]
     junk_text: str  # raw text, for the garbled check
     error: str = ""
+    unmapped: int = 0  # glyphs without Unicode dropped from the lines kept
 
 
 def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
@@ -181,6 +186,7 @@ def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
         references_span=references_span,
         page_count=len(raw_pages),
         flags=flags,
+        unmapped_glyphs=sum(page.unmapped for page in raw_pages),
     )
 
 
@@ -250,6 +256,7 @@ def _read_page(doc: pymupdf.Document, index: int) -> RawPage:
     direction = _dominant_direction(blocks)
     lines: list[Line] = []
     raw_parts: list[str] = []
+    unmapped = 0
     for block_number, block in enumerate(blocks):
         for line in block["lines"]:
             dx, dy = line["dir"]
@@ -262,9 +269,10 @@ def _read_page(doc: pymupdf.Document, index: int) -> RawPage:
             made = _make_line(line, block_number, direction)
             if made is not None and not _STAMP.match(made.text):
                 lines.append(made)
+                unmapped += len(_UNMAPPED.findall(raw))
     if direction != (1.0, 0.0):
         width, height = _rotated_size(width, height, direction)
-    page = RawPage(index + 1, width, height, lines, " ".join(raw_parts))
+    page = RawPage(index + 1, width, height, lines, " ".join(raw_parts), unmapped=unmapped)
     page.lines = _merge_rows(_reading_order(page))
     return page
 
@@ -342,7 +350,7 @@ def _make_line(line: dict, block: int, direction: tuple[float, float]) -> Line |
 
 
 def _clean_line(text: str) -> str:
-    text = _CONTROL.sub("", text.translate(_CHAR_MAP))
+    text = _UNMAPPED.sub("", _CONTROL.sub("", text.translate(_CHAR_MAP)))
     return _SPACES.sub(" ", text).strip()
 
 

@@ -260,10 +260,13 @@ class SitePages:
     def write_all(self, related: dict[str, list]) -> None:
         self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
         newest_first = sorted(
-            self.papers, key=lambda p: p.get("published") or p.get("updated") or "", reverse=True
+            self.papers, key=lambda p: p.get("first_version") or p.get("published") or "", reverse=True
         )
         self.write("corpus/index.html", "corpus.html", page="corpus", papers=newest_first)
         self.write("about/index.html", "about.html", page="about")
+        # Static hosts (GitHub Pages, Netlify, nginx's error_page) serve this for any missing path; its
+        # links are absolute (under base_url) so they work from whatever address was mistyped.
+        self.write("404.html", "404.html", page="not-found")
         for paper in self.papers:
             self.write(
                 paper_dir(paper["id"]) + "index.html",

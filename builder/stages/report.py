@@ -34,6 +34,8 @@ class BuildReport:
     failures: list[Failure] = field(default_factory=list)
     flagged_pages: list[FlaggedPage] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
+    # arXiv id -> glyphs its PDF does not map to Unicode (dropped from the text), for papers with any
+    unmapped_glyphs: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -55,6 +57,7 @@ class BuildReport:
             failures=[Failure(**f) for f in data["failures"]],
             flagged_pages=[FlaggedPage(**p) for p in data["flagged_pages"]],
             seconds=data.get("seconds", {}),
+            unmapped_glyphs=data.get("unmapped_glyphs", {}),
         )
 
     def summary_lines(self) -> list[str]:
@@ -64,9 +67,14 @@ class BuildReport:
             f"chunks   {self.chunks}",
             f"tokens   {self.tokens}",
             f"flagged pages {len(self.flagged_pages)}",
+            f"unmapped glyphs {sum(self.unmapped_glyphs.values())} in {len(self.unmapped_glyphs)} papers",
             f"failures {len(self.failures)}",
         ]
         lines += [f"  {f.line()}" for f in self.failures]
+        lines += [
+            f"  [glyphs] {arxiv_id}: {count} without Unicode, dropped"
+            for arxiv_id, count in sorted(self.unmapped_glyphs.items(), key=lambda item: -item[1])
+        ]
         lines += [
             f"  [page] {p.arxiv_id} p.{p.page}: {p.kind} {p.detail}".rstrip() for p in self.flagged_pages
         ]

@@ -35,7 +35,8 @@ def safe_stem(arxiv_id: str) -> str:
 
 
 def year_of(meta: PaperMeta) -> int | None:
-    date = meta.published or meta.updated
+    """The year of the first version; a later revision's date would misplace old papers."""
+    date = meta.first_version
     return int(date[:4]) if date[:4].isdigit() else None
 
 
@@ -59,6 +60,7 @@ def paper_record(meta: PaperMeta, extra: dict[str, Any], first: int, count: int,
         "abstract": meta.abstract,
         "published": meta.published,
         "updated": meta.updated,
+        "first_version": meta.first_version,
         "year": year_of(meta),
         "categories": meta.categories,
         "primary_category": meta.primary_category,

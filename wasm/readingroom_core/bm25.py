@@ -85,6 +85,7 @@ class BM25Index:
         self.doc_lengths: list[int] = postings["dl"]
         self._terms: dict[str, list] = postings["t"]
         self._decoded: dict[str, tuple[list[int], list[int]] | None] = {}
+        self._by_initial: dict[str, list[str]] | None = None  # built on the first "did you mean"
         average = self.avgdl or 1.0
         self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
 
@@ -94,6 +95,23 @@ class BM25Index:
             entry = self._terms.get(term)
             self._decoded[term] = decode_entry(entry) if entry is not None else None
         return self._decoded[term]
+
+    def doc_freq(self, term: str) -> int:
+        """How many documents hold `term` (0 when none), without decoding its postings."""
+        entry = self._terms.get(term)
+        return len(entry[0]) if entry is not None else 0
+
+    def terms_near(self, term: str, shortest: int, longest: int) -> list[str]:
+        """Indexed terms that could be `term` misspelt: same first letter, a length in [shortest, longest]."""
+        if self._by_initial is None:
+            self._by_initial = {}
+            for known in self._terms:
+                self._by_initial.setdefault(known[:1], []).append(known)
+        return [
+            known
+            for known in self._by_initial.get(term[:1], ())
+            if shortest <= len(known) <= longest and known != term
+        ]
 
     def search(
         self, query_terms: Iterable[str], k: int, allowed: Callable[[int], bool] | None = None

@@ -25,6 +25,7 @@ from readingroom_core.engine import (
     SearchEngine,
     SearchOptions,
     embedding_text,
+    weak_match,
 )
 from readingroom_core.sitedata import MANIFEST_FILE, read_manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -152,7 +153,8 @@ class Site:
     def search(self, request_json: str) -> str:
         """One search request from the page, as JSON: {query, k, mode, filters, vector (or null)}.
 
-        The reply is {"hits": [hit_json, ...]} or {"error": message} for a query the engine rejects.
+        The reply is {"hits": [hit_json, ...], "weak": bool} or {"error": message} for a query the engine
+        rejects; "weak" says that no passage matches the query's words and none is close in meaning.
         """
         request = json.loads(request_json)
         options = SearchOptions(
@@ -164,7 +166,11 @@ class Site:
             hits = self.engine.search(request["query"], request.get("vector"), options)
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
-        return json.dumps({"hits": [self.hit_json(hit) for hit in hits]})
+        weak = bool(hits) and bool(embedding_text(request["query"])) and weak_match(hits)
+        reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": None}
+        if request.get("suggest", True):
+            reply["suggestion"] = self.engine.suggest(request["query"])
+        return json.dumps(reply)
 
     # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
 

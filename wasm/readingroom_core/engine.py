@@ -17,10 +17,10 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import mul
 
-from readingroom_core.analysis import Query, contains_phrase, parse_query
+from readingroom_core.analysis import Query, analyze, contains_phrase, parse_query
 from readingroom_core.bm25 import BM25Index
 from readingroom_core.fusion import (
     Fused,
@@ -103,6 +103,7 @@ class Hit:
     text: str
     snippet: str
     highlights: list[tuple[int, int]]  # offsets into snippet
+    similarity: float | None = None  # cosine of query and passage, where the dense side returned it
 
 
 class QuerySyntaxError(ValueError):
@@ -345,14 +346,16 @@ class SearchEngine:
 
     def search(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> list[Hit]:
         check_options(options)
+        parsed, query_filters = parse_search(query)
+        filters = merge_filters(options.filters, self._resolve_tags(query_filters))
+        limit = max(options.candidates, options.k)
+        allowed = self._allowed_by(filters, limit)
+        if not parsed.terms and not parsed.phrases and allowed is not None:
+            return [self._hit(result, ()) for result in self._browse(allowed, options.k)]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
                 "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
             )
-        parsed, query_filters = parse_search(query)
-        filters = merge_filters(options.filters, query_filters)
-        limit = max(options.candidates, options.k)
-        allowed = self._allowed_by(filters, limit)
         rankings: dict[str, Ranking] = {}
         if parsed.phrases:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
@@ -365,6 +368,7 @@ class SearchEngine:
             rankings["bm25"] = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
         if options.mode != "bm25" and query_vector is not None:
             rankings["dense"] = self._dense_ranking(query_vector, limit, options.ef, allowed)
+        similarity = dict(rankings.get("dense", ()))
         fused = self._fuse(rankings, options)
         top = diversify(
             fused,
@@ -376,7 +380,98 @@ class SearchEngine:
             per_section=options.per_section,
             per_page=options.per_page,
         )
-        return [self._hit(result, parsed.terms) for result in top]
+        return [self._hit(result, parsed.terms, similarity.get(result.doc_id)) for result in top]
+
+    def suggest(self, query: str) -> str | None:
+        """`query` with each word the corpus never uses replaced by the closest word it does, or None.
+
+        "transfomer attention" -> "transformer attention". Candidates are indexed terms within a small
+        edit distance, the most frequent winning; the word shown is the commonest spelling of that term
+        in a passage that holds it, so the suggestion reads as text, not as a stem.
+        """
+        filters = [match.span() for match in _FIELD_RE.finditer(query)]
+        changed, pieces, at = False, [], 0
+        for match in _WORD_RE.finditer(query):
+            if any(start <= match.start() < end for start, end in filters):
+                continue
+            terms = analyze(match.group())
+            if len(terms) != 1 or self._bm25.doc_freq(terms[0]):
+                continue
+            better = self._correction(terms[0], match.group())
+            if better is None:
+                continue
+            pieces += [query[at : match.start()], better]
+            at, changed = match.end(), True
+        return "".join([*pieces, query[at:]]) if changed else None
+
+    def _correction(self, term: str, typed: str) -> str | None:
+        """A word of the corpus within a small edit distance of `typed`, or None.
+
+        Indexed terms are stems, so each is compared with a prefix of the typed word ("adaptaion" is
+        "adapt" + an ending); the nearest few stems are then spelt out from passages that hold them
+        and the nearest real word wins, so the suggestion reads as text.
+        """
+        lower = typed.lower()
+        allowed = 1 if len(lower) <= 5 else 2
+        candidates = []
+        for known in self._bm25.terms_near(term, max(4, len(lower) - MAX_ENDING), len(lower) + allowed):
+            if known.isalpha():
+                distance, ending = stem_distance(known, lower, allowed)
+                if distance <= allowed:
+                    candidates.append((distance, ending, -self._bm25.doc_freq(known), known))
+        for *_, known in sorted(candidates)[:SPELLED_CANDIDATES]:
+            spelt = [(edit_distance(lower, word, allowed), word) for word in self._spellings(known)]
+            distance, word = min(spelt, default=(allowed + 1, ""))
+            if distance <= allowed:
+                return word.capitalize() if typed[:1].isupper() else word
+        return None
+
+    def _spellings(self, term: str) -> set[str]:
+        """Words that analyse to `term` in up to five passages holding it, spread over the corpus."""
+        doc_ids, _ = self._bm25.postings(term)
+        words: set[str] = set()
+        for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
+            words.update(w.lower() for w in _WORD_RE.findall(self.chunk(doc_id)["t"]) if analyze(w) == [term])
+        return words
+
+    def _resolve_tags(self, filters: Filters) -> Filters:
+        """Typed `tag:` values as the corpus spells them: a unique prefix stands for its tag (tag:rag).
+
+        An unknown or ambiguous value is an error that lists the tags, not an empty result page.
+        """
+        if not filters.tags:
+            return filters
+        known = sorted({tag for keys in self._paper_keys for tag in keys.tags})
+        resolved = []
+        for value in filters.tags:
+            wanted = value.strip().lower()
+            matches = [wanted] if wanted in known else [tag for tag in known if tag.startswith(wanted)]
+            if len(matches) != 1:
+                how = "matches several tags" if matches else "is not a tag of this corpus"
+                raise QuerySyntaxError(f"tag:{value} {how}; the tags are {', '.join(matches or known)}")
+            resolved.append(matches[0])
+        return replace(filters, tags=tuple(resolved))
+
+    def _browse(self, allowed: _Allowed, k: int) -> list[Fused]:
+        """A query of filters alone: the matching papers' passages with no words to rank them by.
+
+        Each paper offers the first passage of each of its sections, in page order; papers take turns
+        (newest first), so one paper shows its sections and many papers show their openings.
+        """
+        papers = [i for i, paper in enumerate(self.papers) if allowed.test(paper["chunks"][0])]
+        papers.sort(key=lambda i: (-(self._paper_keys[i].year or 0), i))
+        openings = []
+        for turn, paper_index in enumerate(papers):
+            first, count = self.papers[paper_index]["chunks"]
+            seen_sections: set[int] = set()
+            for doc_id in range(first, first + count):
+                if self._section[doc_id] not in seen_sections:
+                    seen_sections.add(self._section[doc_id])
+                    openings.append((len(seen_sections), turn, doc_id))
+        openings.sort()
+        return [
+            Fused(doc_id, 0.0, dict.fromkeys(RETRIEVERS)) for _, _, doc_id in openings[:k]
+        ]
 
     def _pages_of(self, doc_id: int) -> range:
         start = self._page_start[doc_id]
@@ -449,7 +544,7 @@ class SearchEngine:
         weights = {"dense": options.dense_weight, "bm25": 1.0 - options.dense_weight}
         return weighted_score_fusion(rankings, weights)
 
-    def _hit(self, result: Fused, query_terms: Iterable[str]) -> Hit:
+    def _hit(self, result: Fused, query_terms: Iterable[str], similarity: float | None = None) -> Hit:
         doc_id = result.doc_id
         paper = self.papers[self._paper_of[doc_id]]
         chunk = self.chunk(doc_id)
@@ -467,7 +562,68 @@ class SearchEngine:
             text=chunk["t"],
             snippet=snippet.text,
             highlights=snippet.highlights,
+            similarity=similarity,
         )
+
+
+# Below this cosine, a passage that shares no word with the query is noise, not an answer. On the 112-paper
+# mirror site (scripts/calibrate_weak_match.py): the best passage of each of the 60 dev + extra questions
+# scores 0.40 to 0.85 (median 0.63); 12 nonsense queries with no word in the corpus score 0.22 to 0.37, 10
+# of them under 0.35; "thermodynamics of perceptrons", a true paraphrase with no shared word, 0.43.
+WEAK_SIMILARITY = 0.35
+
+
+def weak_match(hits: Sequence[Hit]) -> bool:
+    """Whether nothing matches well: no passage shares a word with the query and none is close in meaning.
+
+    A nonsense query ("zzqx") still gets the 20 nearest passages from the dense side; the page says so
+    instead of presenting them as answers.
+    """
+    if any(hit.ranks.get("bm25") is not None for hit in hits):
+        return False
+    best = max((hit.similarity for hit in hits if hit.similarity is not None), default=None)
+    return best is None or best < WEAK_SIMILARITY
+
+
+_WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
+SPELLED_CANDIDATES = 3  # nearest stems spelt out (each may read up to five paper text files)
+MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
+
+
+def stem_distance(stem: str, word: str, limit: int) -> tuple[int, int]:
+    """(edit distance of `stem` to the closest prefix of `word`, letters of `word` after that prefix),
+    counting only prefixes that leave at most MAX_ENDING letters; distances over `limit` as limit + 1."""
+    previous2: list[int] = []
+    previous = list(range(len(word) + 1))
+    for i, char_s in enumerate(stem, start=1):
+        current = [i] + [0] * len(word)
+        for j, char_w in enumerate(word, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_s != char_w))
+            if i > 1 and j > 1 and char_s == word[j - 2] and stem[i - 2] == char_w:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    best = (limit + 1, 0)
+    for j in range(max(1, len(word) - MAX_ENDING), len(word) + 1):
+        best = min(best, (previous[j], len(word) - j))
+    return best if best[0] <= limit else (limit + 1, 0)
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance with adjacent transpositions; anything over `limit` is reported as limit + 1."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return min(previous[-1], limit + 1)
 
 
 def exact_ranking(

@@ -4,6 +4,8 @@
 const config = JSON.parse(document.getElementById("app-config").textContent);
 const ARXIV = "https://arxiv.org";
 const RESULTS_K = 20;
+const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
+const MAX_K = 200;
 const TYPING_DELAY_MS = 250;
 
 // --- the engine ------------------------------------------------------------------------------------
@@ -118,8 +120,26 @@ const fields = {
   mode: document.getElementById("mode"),
 };
 const statusLine = document.getElementById("status");
+
+// Narrow screens: filters and syntax help fold behind this toggle (style.css shows it only there).
+const optionsToggle = element("button", "options-toggle", "Filters and syntax");
+optionsToggle.type = "button";
+optionsToggle.setAttribute("aria-expanded", "false");
+optionsToggle.setAttribute("aria-controls", "search-options");
+optionsToggle.addEventListener("click", () => {
+  const open = form.classList.toggle("options-open");
+  optionsToggle.setAttribute("aria-expanded", String(open));
+});
+form.querySelector(".filters").id = "search-options";
+form.querySelector(".filters").before(optionsToggle);
 const notice = document.getElementById("notice");
 const results = document.getElementById("results");
+// The result count is announced: a live region that exists before its first update (screen readers
+// ignore live regions inserted together with their text).
+const announcer = element("p", "visually-hidden");
+announcer.id = "result-count";
+announcer.setAttribute("aria-live", "polite");
+results.before(announcer);
 
 function formParams() {
   const params = new URLSearchParams();
@@ -165,7 +185,31 @@ function recordUrl(params, how) {
 let latest = 0;
 let shown = null; // the reply on screen
 
-async function runSearch(params) {
+// Back from a paper must find the reader's place: the reply on screen and the scroll position live in
+// this history entry's state, so returning draws them at once instead of searching again keyword-only.
+history.scrollRestoration = "manual";
+
+function remember(changes) {
+  history.replaceState({ ...(history.state || {}), ...changes }, "");
+}
+
+function restoreFrom(entry, params) {
+  const saved = entry && entry.reply;
+  if (!saved || entry.url !== `${location.pathname}${location.search}` || !params.get("q")) return false;
+  shown = saved;
+  drawResults(saved);
+  window.scrollTo(0, entry.scrollY || 0);
+  return true;
+}
+
+let scrollTimer;
+window.addEventListener("scroll", () => {
+  clearTimeout(scrollTimer);
+  scrollTimer = setTimeout(() => shown && remember({ scrollY: window.scrollY }), 100);
+});
+window.addEventListener("pagehide", () => shown && remember({ scrollY: window.scrollY }));
+
+async function runSearch(params, k = RESULTS_K) {
   const query = params.get("q") || "";
   const mine = ++latest;
   notice.hidden = true;
@@ -175,11 +219,17 @@ async function runSearch(params) {
     return;
   }
   results.setAttribute("aria-busy", "true");
+  if (!state.keyword && !state.error) {
+    // Typed while the engine loads: say that it waits, and runs by itself as soon as search is ready.
+    results.replaceChildren(element("p", "message waiting", `Search is still loading; “${query}” will run as soon as it is ready.`));
+  }
   try {
-    const reply = await ask(query, { k: RESULTS_K, mode: params.get("mode") || "hybrid", filters: filtersOf(params) });
+    const reply = await ask(query, { k, mode: params.get("mode") || "hybrid", filters: filtersOf(params) });
+    reply.k = k;
     if (mine !== latest) return;
     shown = reply;
     drawResults(reply);
+    remember({ url: `${location.pathname}${location.search}`, reply, scrollY: 0 });
   } catch (error) {
     if (mine !== latest) return;
     shown = null;
@@ -207,11 +257,11 @@ form.addEventListener("submit", (event) => {
   search("submit");
 });
 for (const field of Object.values(fields)) field.addEventListener("change", () => search("filter"));
-window.addEventListener("popstate", () => {
+window.addEventListener("popstate", (event) => {
   typingEntry = false;
   const params = new URLSearchParams(location.search);
   applyParams(params);
-  runSearch(params);
+  if (!restoreFrom(event.state, params)) runSearch(params);
 });
 
 // --- drawing -------------------------------------------------------------------------------------
@@ -256,15 +306,41 @@ function drawSnippet(runs) {
   return paragraph;
 }
 
-async function copyCitation(hit, button) {
-  const text = citation(hit);
+// What "Copy citation" gives: the page citation, then who wrote what, when, so a pasted quote stands alone.
+function fullCitation(hit) {
+  const who = authorsLabel(hit.authors || []);
+  return `${citation(hit)} ${[who, hit.year ? `(${hit.year})` : ""].filter(Boolean).join(" ")}. ${hit.title}. arXiv:${hit.arxiv_id}, ${pagesLabel(hit)}.`;
+}
+
+function bibtexKey(hit) {
+  const surname = ((hit.authors || [""])[0].trim().split(/\s+/).pop() || "arxiv").toLowerCase();
+  const word = (hit.title.toLowerCase().match(/[a-z0-9]{4,}/) || [""])[0];
+  return `${surname.normalize("NFKD").replace(/[^a-z0-9]/g, "")}${hit.year || ""}${word}`;
+}
+
+function bibtex(hit) {
+  const braces = (text) => String(text).replace(/[{}]/g, "");
+  const fields = [
+    ["title", `{${braces(hit.title)}}`],
+    ["author", braces((hit.authors || []).join(" and "))],
+    ["year", hit.year || ""],
+    ["eprint", hit.arxiv_id],
+    ["archivePrefix", "arXiv"],
+    ["url", `${ARXIV}/abs/${hit.arxiv_id}`],
+    ["note", `cited at ${pagesLabel(hit)}`],
+  ].filter(([, value]) => value !== "");
+  return `@misc{${bibtexKey(hit)},\n${fields.map(([name, value]) => `  ${name} = {${value}}`).join(",\n")}\n}`;
+}
+
+async function copyText(text, button) {
+  const label = button.textContent;
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = "Copied";
   } catch {
     button.textContent = text; // clipboard refused: show it to copy by hand
   }
-  setTimeout(() => (button.textContent = "Copy citation"), 2000);
+  setTimeout(() => (button.textContent = label), 2000);
 }
 
 function drawHit(hit) {
@@ -279,10 +355,14 @@ function drawHit(hit) {
   if (hit.section) where.append(" · ", element("span", "section", hit.section));
   const copy = element("button", "copy", "Copy citation");
   copy.type = "button";
-  copy.setAttribute("aria-label", `Copy citation ${citation(hit)}`);
-  copy.addEventListener("click", () => copyCitation(hit, copy));
+  copy.setAttribute("aria-label", `Copy citation ${citation(hit)} with title`);
+  copy.addEventListener("click", () => copyText(fullCitation(hit), copy));
+  const copyBibtex = element("button", "copy-bibtex", "BibTeX");
+  copyBibtex.type = "button";
+  copyBibtex.setAttribute("aria-label", `Copy a BibTeX entry for arXiv:${hit.arxiv_id}`);
+  copyBibtex.addEventListener("click", () => copyText(bibtex(hit), copyBibtex));
   const actions = element("p", "actions");
-  actions.append(link(`${ARXIV}/abs/${hit.arxiv_id}`, "arXiv abstract"), " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy);
+  actions.append(link(`${ARXIV}/abs/${hit.arxiv_id}`, "arXiv abstract"), " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtex);
   item.append(where, drawSnippet(hit.segments), actions);
   return item;
 }
@@ -303,10 +383,75 @@ function drawGroup(hits) {
 function drawResults(reply) {
   const groups = groupByPaper(reply.hits);
   const how = reply.semantic ? "keyword + semantic" : "keyword";
-  const summary = reply.hits.length
-    ? `${reply.hits.length} passages from ${groups.length} papers (${how} search)`
-    : "No passages match. Try other words, or remove filters.";
-  results.replaceChildren(element("p", "message", summary), ...groups.map(drawGroup));
+  const summary = !reply.hits.length
+    ? "No passages match. Try other words, or remove filters."
+    : reply.weak
+      ? `Nothing matches these words well. The ${reply.hits.length} passages below are only the nearest in meaning (${how} search).`
+      : `${reply.hits.length} passages from ${groups.length} papers (${how} search)`;
+  announcer.textContent = summary;
+  const drawn = [element("p", "message", summary)];
+  if (reply.suggestion) drawn.push(drawSuggestion(reply.suggestion));
+  if (groups.length > 1) drawn.push(drawSortChoice());
+  const byDate = new URLSearchParams(location.search).get("sort") === "date";
+  // Newest paper first, keeping the ranked order of passages inside each paper (and of equal years).
+  const ordered = byDate ? [...groups].sort((a, b) => (b[0].year || 0) - (a[0].year || 0)) : groups;
+  drawn.push(...ordered.map(drawGroup));
+  const k = reply.k || RESULTS_K;
+  if (reply.hits.length >= k && k < MAX_K) drawn.push(drawMore(k));
+  results.replaceChildren(...drawn);
+}
+
+function drawSortChoice() {
+  const line = element("p", "sort");
+  const label = element("label", null, "Sort papers by ");
+  const select = element("select");
+  select.id = "sort";
+  for (const [value, text] of [["", "relevance"], ["date", "date, newest first"]]) {
+    const option = element("option", null, text);
+    option.value = value;
+    select.append(option);
+  }
+  select.value = new URLSearchParams(location.search).get("sort") || "";
+  select.addEventListener("change", () => {
+    const params = new URLSearchParams(location.search);
+    if (select.value) params.set("sort", select.value);
+    else params.delete("sort");
+    history.replaceState(history.state, "", `${location.pathname}?${params}`);
+    remember({ url: `${location.pathname}${location.search}` });
+    drawResults(shown);
+    document.getElementById("sort").focus();
+  });
+  label.append(select);
+  line.append(label);
+  return line;
+}
+
+function drawMore(k) {
+  const button = element("button", "more", "More results");
+  button.type = "button";
+  button.addEventListener("click", async () => {
+    const count = hitElements().length;
+    await runSearch(new URLSearchParams(location.search), Math.min(k + MORE_K, MAX_K));
+    const next = hitElements()[count];
+    if (next) next.focus(); // the reader goes on where the new passages begin
+  });
+  return button;
+}
+
+// "Did you mean": the corpus's own spelling of words it never uses, one click (or Enter) away.
+function drawSuggestion(suggestion) {
+  const line = element("p", "suggestion", "Did you mean ");
+  const params = formParams();
+  params.set("q", suggestion);
+  const anchor = link(`${location.pathname}?${params}`, suggestion);
+  anchor.addEventListener("click", (event) => {
+    event.preventDefault();
+    input.value = suggestion;
+    typingEntry = false;
+    search("submit");
+  });
+  line.append(anchor, "?");
+  return line;
 }
 
 // --- status and the semantic upgrade ---------------------------------------------------------------
@@ -314,6 +459,8 @@ function drawResults(reply) {
 function megabytes(bytes) {
   return `${(bytes / 1e6).toFixed(1)} MB`;
 }
+
+let startupBytes = null;
 
 function drawStatus() {
   if (state.semantic_error && state.keyword) {
@@ -324,7 +471,9 @@ function drawStatus() {
     statusLine.textContent = `Search could not load (${state.error}). Try reloading the page.`;
     statusLine.classList.add("error");
   } else if (state.semantic) {
-    statusLine.textContent = `Keyword and semantic search ready (${megabytes(state.bytes)} loaded).`;
+    // The start-up download, fixed when it ended: passages fetched by later searches are not loading.
+    startupBytes ??= state.bytes;
+    statusLine.textContent = `Keyword and semantic search ready (${megabytes(startupBytes)} loaded).`;
   } else if (state.keyword) {
     statusLine.textContent = `Keyword search ready. Semantic search loading… ${megabytes(state.bytes)}`;
   } else {
@@ -395,4 +544,4 @@ results.addEventListener("keydown", (event) => {
 drawStatus();
 const initial = new URLSearchParams(location.search);
 applyParams(initial);
-if (initial.get("q")) runSearch(initial);
+if (!restoreFrom(history.state, initial) && initial.get("q")) runSearch(initial);

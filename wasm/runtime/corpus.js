@@ -10,10 +10,16 @@ const controls = {
   tag: document.getElementById("corpus-tag"),
 };
 
+// Words, not exact text: "retrieval augmented" finds "Retrieval-Augmented", in any order.
+function words(text) {
+  return text.toLowerCase().replace(/[^\p{L}\p{N}.]+/gu, " ").trim().split(" ").filter(Boolean);
+}
+
 function matches(row) {
-  const text = controls.q.value.trim().toLowerCase();
+  const wanted = words(controls.q.value);
   const { title, authors, arxivId, year, categories, tags } = row.dataset;
-  if (text && !`${title} ${authors} ${arxivId}`.includes(text)) return false;
+  const haystack = ` ${words(`${title} ${authors} ${arxivId}`).join(" ")}`;
+  if (wanted.some((word) => !haystack.includes(` ${word}`))) return false;
   if (controls.year.value && year !== controls.year.value) return false;
   // JSON lists, since a tag may hold spaces ("deep learning")
   if (controls.cat.value && !JSON.parse(categories).includes(controls.cat.value)) return false;
@@ -29,9 +35,17 @@ function applyFilters() {
   shown.textContent = `${count} shown`;
 }
 
+// The filters live in the URL too, so a filtered table can be shared and survives a reload.
+function recordFilters() {
+  const params = new URLSearchParams();
+  for (const [name, control] of Object.entries(controls)) if (control.value.trim()) params.set(name, control.value.trim());
+  const query = params.toString();
+  history.replaceState(null, "", `${location.pathname}${query ? "?" + query : ""}`);
+}
+
 function sortBy(button) {
   const header = button.closest("th");
-  const descending = header.getAttribute("aria-sort") !== "descending";
+  const descending = header.getAttribute("aria-sort") === "ascending"; // a first click sorts A to Z
   for (const th of table.tHead.rows[0].cells) if (th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");
   header.setAttribute("aria-sort", descending ? "descending" : "ascending");
   const key = button.dataset.sort;
@@ -49,7 +63,10 @@ for (const [name, control] of Object.entries(controls)) {
   if (wanted && (control.tagName !== "SELECT" || [...control.options].some((o) => o.value === wanted))) {
     control.value = wanted;
   }
-  control.addEventListener("input", applyFilters);
+  control.addEventListener("input", () => {
+    applyFilters();
+    recordFilters();
+  });
 }
 document.getElementById("corpus-filters").addEventListener("submit", (event) => event.preventDefault());
 for (const button of table.querySelectorAll("th button")) button.addEventListener("click", () => sortBy(button));

@@ -1,0 +1,48 @@
+"""Issue 12, item 2: a paper's year is its first version's, not its latest revision's."""
+
+import json
+
+import pytest
+
+from builder.models import first_version_date
+from builder.stages.fetch.sources import meta_from_mirror
+from builder.stages.store import paper_record, year_of
+
+
+@pytest.mark.parametrize(
+    ("arxiv_id", "published", "expected"),
+    [
+        ("1706.03762", "", "2017-06"),  # a v7 mirror copy: no v1 date, the id still says June 2017
+        ("1810.04805", "", "2018-10"),
+        ("2005.11401", "2020-05-22T17:21:56Z", "2020-05-22"),  # arXiv's own v1 date wins
+        ("2305.13245v3", "", "2023-05"),
+        ("hep-th/9901001", "", "1999-01"),
+        ("math.AG/0101001", "", "2001-01"),
+        ("not-an-id", "", ""),
+        ("1713.00001", "", ""),  # month 13 is no month
+    ],
+)
+def test_first_version_date(arxiv_id, published, expected):
+    assert first_version_date(arxiv_id, published) == expected
+
+
+def test_a_revised_paper_keeps_its_first_year(mirror_dir):
+    """The mirror holds v7 of the Transformer paper (revised 2023) without a v1 date."""
+    data = json.loads((mirror_dir / "meta" / "1706.03762.json").read_text())
+    meta = meta_from_mirror(data, "1706.03762")
+    assert meta.updated.startswith("2023") and not meta.published
+    assert year_of(meta) == 2017
+    record = paper_record(meta, {}, 0, 1, "text/x.json")
+    assert record["year"] == 2017 and record["first_version"] == "2017-06"
+    assert record["updated"].startswith("2023")  # the revision date stays, shown apart
+
+
+def test_years_over_the_whole_mirror_never_follow_a_revision(mirror_dir):
+    """Every paper's year is the one its id encodes (new-style ids cannot lie about it)."""
+    wrong = {}
+    for path in sorted((mirror_dir / "meta").glob("*.json")):
+        meta = meta_from_mirror(json.loads(path.read_text()), path.stem)
+        encoded = 2000 + int(path.stem[:2])
+        if year_of(meta) != encoded:
+            wrong[path.stem] = year_of(meta)
+    assert wrong == {}
