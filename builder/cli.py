@@ -10,7 +10,15 @@ from pathlib import Path
 
 from builder import __version__, config, fetch
 from builder.beir import add_beir_command, run_beir_command
-from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
+from builder.paths import (
+    BASE_URL_ENV,
+    DEFAULT_CACHE,
+    DEFAULT_CORPUS,
+    DEFAULT_OUT,
+    MIRROR_ENV,
+    base_url_from_env,
+    mirror_from_env,
+)
 
 DESCRIPTION = """\
 Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
@@ -82,6 +90,12 @@ def make_parser() -> argparse.ArgumentParser:
     _fetch_args(build)
     build.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})"
+    )
+    build.add_argument(
+        "--base-url",
+        metavar="PATH",
+        help="the path the site is served under, e.g. /my-list/ for a GitHub Pages project site; overrides "
+        f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
 
     fetch_cmd = commands.add_parser(
@@ -205,7 +219,15 @@ def _build_options(args: argparse.Namespace, out_dir: Path):
         progress=not args.no_progress,
         arxiv_api=args.arxiv_api,
         arxiv_delay=args.arxiv_delay,
+        base_url=_base_url(args),
     )
+
+
+def _base_url(args: argparse.Namespace) -> str | None:
+    given = getattr(args, "base_url", None)
+    if given is None:
+        given = base_url_from_env()
+    return None if given is None else config.normalize_base_url(given)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -55,6 +55,22 @@ def _plausible_new_style(arxiv_id: str) -> bool:
     return 1 <= month <= 12 and len(number) == (5 if yymm >= "1501" else 4)
 
 
+BASE_URL = re.compile(r"^/(?:[A-Za-z0-9._~-]+/)*$")
+
+
+def normalize_base_url(value: str) -> str:
+    """'', '/', 'my-list', '/my-list' and '/my-list/' all mean a site under that path, ending in '/'.
+
+    actions/configure-pages gives '' for a user site and '/repo' for a project site.
+    """
+    text = "/" + value.strip().strip("/") + "/" if value.strip().strip("/") else "/"
+    if not BASE_URL.match(text):
+        raise CorpusError(
+            f"base URL {value!r} is not a URL path such as / or /my-list/ (letters, digits, . _ ~ - and /)"
+        )
+    return text
+
+
 def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
     try:
         data = tomllib.loads(text)

@@ -10,6 +10,7 @@ DEFAULT_CORPUS = Path("corpus/readingroom.toml")
 DEFAULT_OUT = Path("site")
 DEFAULT_CACHE = Path(".cache/readingroom")
 MIRROR_ENV = "READINGROOM_MIRROR"
+BASE_URL_ENV = "READINGROOM_BASE_URL"
 SHARED_MIRROR = REPO_ROOT.parent / "shared" / "arxiv-mirror"
 DEV_QUESTIONS = REPO_ROOT.parent / "shared" / "eval" / "dev-questions.jsonl"
 
@@ -37,3 +38,9 @@ def resolve_model_dir(model: str) -> Path:
 def mirror_from_env() -> Path | None:
     value = os.environ.get(MIRROR_ENV, "").strip()
     return Path(value) if value else None
+
+
+def base_url_from_env() -> str | None:
+    """The publishing workflow sets this from the repository's Pages path; unset or blank means none."""
+    value = os.environ.get(BASE_URL_ENV)
+    return None if value is None or not value.strip() else value.strip()

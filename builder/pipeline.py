@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ class BuildOptions:
     jobs: int = max(1, os.cpu_count() or 1)
     arxiv_api: str | None = None  # arXiv API URL format; tests point it at a loopback server
     arxiv_delay: float = 3.0
+    base_url: str | None = None  # overrides the corpus file's (the publishing workflow's Pages path)
 
 
 @dataclass
@@ -339,8 +340,15 @@ def exit_code(report: BuildReport, strict: bool) -> int:
     return 0
 
 
-def build(options: BuildOptions) -> tuple[BuildReport, int]:
+def load_corpus(options: BuildOptions) -> config.Corpus:
     corpus = config.load_corpus(options.corpus_path)
+    if options.base_url is None:
+        return corpus
+    return replace(corpus, settings=replace(corpus.settings, base_url=options.base_url))
+
+
+def build(options: BuildOptions) -> tuple[BuildReport, int]:
+    corpus = load_corpus(options)
     result = ingest(corpus, options)
     options.out_dir.mkdir(parents=True, exist_ok=True)
     if result.papers:
