@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from builder import __version__, config, fetch
-from builder.beir import add_beir_command, run_beir_command
+from builder import __version__, config
+from builder.evaluation.beir import add_beir_command, run_beir_command
 from builder.paths import (
     BASE_URL_ENV,
     DEFAULT_CACHE,
@@ -19,6 +19,7 @@ from builder.paths import (
     base_url_from_env,
     mirror_from_env,
 )
+from builder.stages import fetch
 
 DESCRIPTION = """\
 Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
@@ -182,7 +183,7 @@ def _serve_args(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from builder.serve import base_url_of, make_server
+    from builder.commands.serve import base_url_of, make_server
 
     server = make_server(args.site, args.port)
     host, port = server.server_address[:2]
@@ -313,7 +314,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_import_bibtex(args: argparse.Namespace) -> int:
-    from builder.bibtex import arxiv_id_of, parse_bibtex
+    from builder.commands.bibtex import arxiv_id_of, parse_bibtex
 
     if not args.file.exists():
         raise config.CorpusError(f"{args.file}: no such BibTeX file")
@@ -333,7 +334,7 @@ def cmd_import_bibtex(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from builder.report import read_report
+    from builder.stages.report import read_report
 
     report = read_report(args.out)
     if args.json:
@@ -379,7 +380,7 @@ def ranking_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from builder.evaluate import open_site, query_encoder
+    from builder.evaluation.evaluate import open_site, query_encoder
     from readingroom_core.engine import SearchOptions, embedding_text
 
     manifest, engine = open_site(args.site)
@@ -417,7 +418,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from builder.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
+    from builder.evaluation.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
     from readingroom_core.engine import SearchOptions
 
     if not args.questions.exists():
@@ -447,7 +448,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages, never a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from builder.evaluate import QuestionsFileError
+    from builder.evaluation.evaluate import QuestionsFileError
     from readingroom_core.engine import QuerySyntaxError
 
     args = make_parser().parse_args(argv)

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from builder import chunk, config, embed, encoder, fetch, index, manifest, parse, postings, store
+from builder import config
 from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
-from builder.render import render_site
-from builder.report import BuildReport, FlaggedPage, write_report
+from builder.stages import chunk, embed, encoder, fetch, index, manifest, parse, postings, store
+from builder.stages.render import render_site
+from builder.stages.report import BuildReport, FlaggedPage, write_report
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,7 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
         site = write_site_data(
             options.out_dir, result.papers, vectors, identity, corpus, options, result.report
         )
-        with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/render.py)
+        with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/stages/render.py)
             render_site(options.out_dir, site, corpus.settings, result.report)
         update_lock(options, result.papers)
     write_report(options.out_dir, result.report)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import onnxruntime  # noqa: F401  (before usearch: the other import order segfaults)
 
-from builder.beir import MODES, EvalSettings, evaluate_dataset, load_dataset
+from builder.evaluation.beir import MODES, EvalSettings, evaluate_dataset, load_dataset
 from builder.paths import DEFAULT_CACHE
 
 # Published nDCG@10 on the test split: (BM25, all-MiniLM-L6-v2).

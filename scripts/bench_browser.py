@@ -2,7 +2,7 @@
 
     python scripts/bench_browser.py --site site [--questions ../shared/eval/dev-questions.jsonl]
 
-The site is served on 127.0.0.1 by `builder.serve` (no compression: bytes are what a host without
+The site is served on 127.0.0.1 by `builder.commands.serve` (no compression: bytes are what a host without
 gzip sends). A fresh profile is cold; the second page load in it uses the (disk) HTTP cache.
 Times are from navigation start (the page's performance clock): "keyword" is when the first result of
 the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
@@ -23,10 +23,12 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
-from builder.evaluate import top_chunk_ids
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+
+from builder.commands.serve import serve_in_thread
+from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
-from builder.serve import serve_in_thread
 from readingroom_core.engine import SearchOptions
 
 TIMEOUT_MS = 120_000

@@ -29,10 +29,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import onnxruntime  # noqa: E402, F401  (before usearch: the other order segfaults)
 
-from builder import config, embed, metrics, pipeline  # noqa: E402
-from builder.encoder import OnnxQueryEncoder  # noqa: E402
-from builder.evaluate import load_questions  # noqa: E402
+from builder import config, pipeline  # noqa: E402
+from builder.evaluation import metrics  # noqa: E402
+from builder.evaluation.evaluate import load_questions  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E402
+from builder.stages import embed  # noqa: E402
+from builder.stages.encoder import OnnxQueryEncoder  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 
 
@@ -71,7 +73,7 @@ def chunk_rows(site: Path, manifest: dict) -> list[tuple[str, int, int]]:
 
 
 def page_ndcg(ranked_docs, rows, question) -> float:
-    """Page-level nDCG@10 as `builder.evaluate` defines it (each gold page credited once)."""
+    """Page-level nDCG@10 as `builder.evaluation.evaluate` defines it (each gold page credited once)."""
     credited, items = set(), []
     for rank, doc in enumerate(ranked_docs):
         paper, start, end = rows[doc]

@@ -9,7 +9,7 @@ ONNX encoder, once, and both interpreters get the same ones.
 
 Synthetic sites (cached under --work): chunk texts are bags of words drawn from the unigram distribution
 of the site's chunks plus BEIR SciFact abstracts, with the real chunks' lengths; vectors are random
-mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.index, so
+mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.stages.index, so
 the HNSW graph sees clustered, sentence-like data rather than uniform noise.
 """
 
@@ -26,19 +26,22 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-# onnxruntime is imported before usearch (which builder.index imports): the other order segfaults.
+# onnxruntime is imported before usearch (which builder.stages.index imports): the other order segfaults.
 import numpy as np  # noqa: E402
 import onnxruntime  # noqa: E402, F401
 
-from builder import index, postings  # noqa: E402
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
-from builder.pyodide import (  # noqa: E402
-    build_core_wheel,
+from builder.stages import index, postings  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
+from support.pyodide import (  # noqa: E402
     encode_queries,
     missing_runtime,
     run_in_cpython,
     run_in_pyodide,
 )
+
+from builder.stages.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 
@@ -77,7 +80,7 @@ def word_source(texts: list[str]) -> list[str]:
 
 
 def synthetic_postings(samples: np.ndarray, distinct: list[str]) -> dict:
-    """The postings builder.postings would write for these bags of words, computed per distinct word
+    """The postings builder.stages.postings would write for these bags of words, computed per distinct word
     (analyze() once per word instead of once per chunk) and counted with numpy."""
     term_ids: dict[str, int] = {}
     flat, starts, counts = [], [], []

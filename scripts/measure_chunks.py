@@ -21,11 +21,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from builder.chunk import ChunkSettings, TokenCounter, chunk_paper  # noqa: E402
-from builder.fetch import FetchOptions, fetch_papers  # noqa: E402
 from builder.models import PaperRef  # noqa: E402
-from builder.parse import ParseError, parse_pdf  # noqa: E402
 from builder.paths import bundled_model_dir  # noqa: E402
+from builder.stages.chunk import ChunkSettings, TokenCounter, chunk_paper  # noqa: E402
+from builder.stages.fetch import FetchOptions, fetch_papers  # noqa: E402
+from builder.stages.parse import ParseError, parse_pdf  # noqa: E402
 
 STAMP = re.compile(r"arXiv:\d{4}\.\d{4,5}v\d+\s*\[[a-zA-Z\-.]+\]")
 

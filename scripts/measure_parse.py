@@ -20,8 +20,8 @@ from pathlib import Path
 import pymupdf
 
 from builder.models import ParsedPaper
-from builder.parse import ParseError, parse_pdf, quote_pattern
 from builder.paths import SHARED_MIRROR
+from builder.stages.parse import ParseError, parse_pdf, quote_pattern
 
 _STAMP = re.compile(r"arXiv:\d{4}\.\d{4,5}v\d+\s*\[[\w.\-]+\]")
 _DIGITS = re.compile(r"\d+")

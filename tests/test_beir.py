@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from builder.beir import (
+from builder.evaluation.beir import (
     EvalSettings,
     add_beir_command,
     as_free_text,

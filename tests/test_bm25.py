@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from builder.postings import build_postings, encode_entry, postings_bytes, shard_postings
+from builder.stages.postings import build_postings, encode_entry, postings_bytes, shard_postings
 from readingroom_core.analysis import analyze, parse_query
 from readingroom_core.bm25 import BM25Index, decode_entry
 

@@ -3,13 +3,13 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from builder.chunk import (
+from builder.models import PageSpan, ParsedPaper, Section
+from builder.stages.chunk import (
     ChunkSettings,
     TokenCounter,
     chunk_paper,
     sentence_spans,
 )
-from builder.models import PageSpan, ParsedPaper, Section
 
 WORDS = (
     "retrieval augmented generation dense passage index transformer attention layer token embedding "

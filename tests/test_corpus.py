@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from builder import config
-from builder.bibtex import arxiv_id_of, parse_bibtex
 from builder.cli import main
+from builder.commands.bibtex import arxiv_id_of, parse_bibtex
 from builder.paths import REPO_ROOT
 
 CORPUS = """\

@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from builder.encoder import OnnxQueryEncoder, export_query_encoder, quantize_weights_int8
+from builder.stages.encoder import OnnxQueryEncoder, export_query_encoder, quantize_weights_int8
 
 MIN_COSINE = 0.99
 MIN_MEAN_COSINE = 0.995

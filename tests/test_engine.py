@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import readingroom_core
-from builder.index import write_index
-from builder.postings import build_postings
+from builder.stages.index import write_index
+from builder.stages.postings import build_postings
 from readingroom_core import engine as engine_module
 from readingroom_core.engine import (
     Filters,

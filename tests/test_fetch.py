@@ -1,4 +1,4 @@
-"""The fetch stage against a loopback fake arXiv (tests/arxiv_server.py) and the shared mirror."""
+"""The fetch stage against a loopback fake arXiv (tests/support/arxiv_server.py) and the shared mirror."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from arxiv_server import FakeArxiv
+from support.arxiv_server import FakeArxiv
 
-from builder.fetch import FetchOptions, LockEntry, cache_paper_dir, fetch_papers
 from builder.models import Failure, PaperRef
+from builder.stages.fetch import FetchOptions, LockEntry, cache_paper_dir, fetch_papers
 
 DELAY = 0.2  # seconds between requests; arXiv's real policy is 3 s
 SLACK = 0.005  # clock granularity

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from usearch.index import Index
 
-from builder.index import IndexParams, calibrate_scale, quantize, write_index
+from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
 from readingroom_core.hnsw import UsearchFile, UsearchFormatError, quantize_query
 
 DIMS = 384

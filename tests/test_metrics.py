@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from builder.metrics import dcg, evaluate, mean_metric, mrr_at_k, ndcg_at_k, recall_at_k
+from builder.evaluation.metrics import dcg, evaluate, mean_metric, mrr_at_k, ndcg_at_k, recall_at_k
 
 LOG2_3 = math.log2(3)
 QRELS = {"b": 2, "d": 1, "e": 1, "z": 0}  # z is judged not relevant

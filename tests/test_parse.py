@@ -2,12 +2,12 @@ import pickle
 import re
 from pathlib import Path
 
-import pdfgen
 import pymupdf
 import pytest
+from support import pdfgen
 
 from builder.models import ParsedPaper
-from builder.parse import PARSER_VERSION, ParseError, parse_pdf, quote_pattern
+from builder.stages.parse import PARSER_VERSION, ParseError, parse_pdf, quote_pattern
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from builder.models import ParsedPaper
-from builder.parse import parse_pdf, quote_pattern
 from builder.paths import SHARED_MIRROR
+from builder.stages.parse import parse_pdf, quote_pattern
 
 pytestmark = pytest.mark.mirror
 

@@ -9,10 +9,11 @@ import random
 from pathlib import Path
 
 import pytest
+from support.pyodide import encode_queries, missing_runtime, run_in_cpython, run_in_pyodide
 
 from builder.cli import main
 from builder.paths import DEV_QUESTIONS
-from builder.pyodide import build_core_wheel, encode_queries, missing_runtime, run_in_cpython, run_in_pyodide
+from builder.stages.runtime import build_core_wheel
 
 pytestmark = [pytest.mark.pyodide, pytest.mark.mirror]
 

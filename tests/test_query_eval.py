@@ -94,9 +94,9 @@ def test_eval_names_a_malformed_questions_file(built_sites, tmp_path, capsys):
 
 def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(built_sites, model_dir):
     """The browser's quantized encoder must not cost retrieval quality (issue 3: >= 99% of nDCG@10)."""
-    from builder.embed import encode, load_model
-    from builder.encoder import OnnxQueryEncoder
-    from builder.evaluate import Question, evaluate, load_questions, open_site
+    from builder.evaluation.evaluate import Question, evaluate, load_questions, open_site
+    from builder.stages.embed import encode, load_model
+    from builder.stages.encoder import OnnxQueryEncoder
 
     site = built_sites.second
     manifest, engine = open_site(site)

@@ -10,13 +10,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from support.pyodide import missing_runtime
 
-from builder.manifest import read_manifest
+from builder.commands.serve import serve_in_thread
 from builder.models import Settings
-from builder.pyodide import missing_runtime
-from builder.render import render_site
-from builder.report import BuildReport
-from builder.serve import serve_in_thread
+from builder.stages.manifest import read_manifest
+from builder.stages.render import render_site
+from builder.stages.report import BuildReport
 
 pytestmark = pytest.mark.mirror
 

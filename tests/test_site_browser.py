@@ -10,12 +10,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
+from support.pyodide import missing_runtime
 
-from builder.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS
-from builder.evaluate import top_chunk_ids
+from builder.commands.serve import serve_in_thread
+from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
-from builder.pyodide import missing_runtime
-from builder.serve import serve_in_thread
 from readingroom_core.engine import SearchOptions
 
 pytestmark = [pytest.mark.browser, pytest.mark.mirror]

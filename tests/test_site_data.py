@@ -10,8 +10,8 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
-from builder.chunk import ChunkSettings, TokenCounter, context_prefix
-from builder.embed import encode, load_model
+from builder.stages.chunk import ChunkSettings, TokenCounter, context_prefix
+from builder.stages.embed import encode, load_model
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index
 

@@ -1,6 +1,6 @@
 """Requests to the search core, answered the same way by CPython and by Pyodide.
 
-`builder/pyodide.py` sends one JSON request to `run_core.mjs`, which runs this file inside Pyodide and
+`tests/support/pyodide.py` sends one JSON request to `run_core.mjs`, which runs this file inside Pyodide and
 calls `handle`; CPython imports the same file and calls the same function, so a parity test compares
 only the interpreters, never two drivers. Paths are host paths: the Node script mounts each folder a
 request names at the same path inside Pyodide. Stdlib and `readingroom_core` only.

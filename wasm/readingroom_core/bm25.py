@@ -1,4 +1,4 @@
-"""BM25 over the postings JSON that `builder.postings` writes; runs in CPython and Pyodide alike.
+"""BM25 over the postings JSON that `builder.stages.postings` writes; runs in CPython and Pyodide alike.
 
 Postings format, version 1 (short keys keep the file small; all numbers are JSON ints except the params):
 

@@ -1,6 +1,6 @@
 """Read a usearch 2.26.6 HNSW file (cosine, int8) and search it the way usearch does, in pure Python.
 
-The browser loads the whole file written by `builder/index.py`; Pyodide has no numpy, so every
+The browser loads the whole file written by `builder/stages/index.py`; Pyodide has no numpy, so every
 distance is one `math.sumprod` (3.12+) or `sum(map(mul, ...))` over a 384-byte row. Rows are kept as
 offset-binary `bytes` (value + 128): iterating bytes yields cached small ints, which is the fastest
 row type measured, and the offset is undone with precomputed per-row sums.
@@ -52,7 +52,7 @@ class UsearchFormatError(ValueError):
 
 
 def quantize_query(query: Sequence[float], scale: float) -> list[int]:
-    """The stored rows' cast (builder.index.quantize): unit vector * scale, round half even, clip +-127."""
+    """The stored rows' cast (builder.stages.index.quantize): unit vector * scale, round half even, clip +-127."""
     norm = math.sqrt(_dot(query, query))
     if norm == 0:
         return [0] * len(query)
@@ -86,7 +86,7 @@ class UsearchFile:
         if data[head : head + 7] != MAGIC:
             raise UsearchFormatError(
                 "no 'usearch' magic after the vector block: not a usearch 2.x index saved with 32-bit "
-                "dimensions (or the file is truncated/corrupted); rebuild it with builder/index.py"
+                "dimensions (or the file is truncated/corrupted); rebuild it with builder/stages/index.py"
             )
         if len(data) < head + _DENSE_HEAD_SIZE + _GRAPH_HEAD.size:
             raise UsearchFormatError("file ends inside the index header; it is truncated, rebuild it")

@@ -301,7 +301,7 @@ async function startSemantic(manifest) {
   countResources(new URL(config.ort, self.location.href).href, "runtime");
   ort.env.wasm.wasmPaths = config.ort_wasm;
   ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
-  // Dequantise the int8 weights once at load, as the CLI does (builder/encoder.py DEQUANTIZE_AT_LOAD):
+  // Dequantise the int8 weights once at load, as the CLI does (builder/stages/encoder.py DEQUANTIZE_AT_LOAD):
   // otherwise every run dequantises all of them again, about 3x slower.
   session = await ort.InferenceSession.create(model, {
     executionProviders: ["wasm"],

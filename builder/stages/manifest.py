@@ -15,8 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from builder.embed import ModelIdentity
-from builder.store import FORMAT_VERSION, Artifact
+from builder.stages.embed import ModelIdentity
+from builder.stages.store import FORMAT_VERSION, Artifact
 
 MANIFEST_FILE = "manifest.json"
 TOOLS = (

@@ -25,12 +25,12 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from builder import manifest as manifest_io
 from builder.models import Settings
 from builder.paths import REPO_ROOT
-from builder.pyodide import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
-from builder.report import BuildReport
-from builder.store import Artifact, safe_stem, write_hashed
+from builder.stages import manifest as manifest_io
+from builder.stages.report import BuildReport
+from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
+from builder.stages.store import Artifact, safe_stem, write_hashed
 from readingroom_core.hnsw import UsearchFile
 
 TEMPLATES_DIR = REPO_ROOT / "site_templates"

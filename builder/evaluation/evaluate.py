@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from builder import metrics
-from builder.manifest import read_manifest
+from builder.evaluation import metrics
+from builder.stages.manifest import read_manifest
 from readingroom_core.engine import Hit, SearchEngine, SearchOptions, embedding_text
 
 MODES = ("hybrid", "bm25", "dense")
@@ -74,7 +74,7 @@ def open_site(site_dir: Path) -> tuple[dict, SearchEngine]:
 
 
 def query_encoder(site_dir: Path, manifest: dict):
-    from builder.encoder import OnnxQueryEncoder
+    from builder.stages.encoder import OnnxQueryEncoder
 
     return OnnxQueryEncoder.from_site(site_dir, manifest)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from builder.metrics import evaluate
+from builder.evaluation.metrics import evaluate
 from builder.paths import DEFAULT_CACHE
 
 MODES = ("bm25", "dense", "hybrid")
@@ -155,7 +155,7 @@ def embedding_cache_path(cache_dir: Path, dataset: str, weights_sha256: str, fin
 
 def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) -> tuple[np.ndarray, bool]:
     """Unit float32 rows for `texts`, from the cache when it holds them; (vectors, whether computed)."""
-    from builder.embed import encode
+    from builder.stages.embed import encode
 
     if cache_path.exists():
         vectors = np.load(cache_path)
@@ -175,8 +175,8 @@ def _json_bytes(data: dict) -> bytes:
 
 def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[str, bytes]]:
     """(manifest, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each."""
-    from builder.index import write_index
-    from builder.postings import build_postings, postings_bytes
+    from builder.stages.index import write_index
+    from builder.stages.postings import build_postings, postings_bytes
 
     texts = dataset.doc_texts
     files: dict[str, bytes] = {}
@@ -234,14 +234,14 @@ def query_encoder(
 ) -> Callable[[list[str]], list[list[float]]]:
     """`browser`: the shipped int8 ONNX encoder + stdlib tokenizer; `model`: sentence-transformers."""
     if kind == "model":
-        from builder.embed import encode
+        from builder.stages.embed import encode
 
         return lambda texts: encode(model, texts).astype(float).tolist()
     if kind != "browser":
         raise ValueError(f"query encoder must be one of {', '.join(QUERY_ENCODERS)}, got {kind!r}")
-    from builder.embed import identify
-    from builder.encoder import OnnxQueryEncoder
     from builder.pipeline import export_encoder
+    from builder.stages.embed import identify
+    from builder.stages.encoder import OnnxQueryEncoder
 
     identity = identify(model, "all-MiniLM-L6-v2", model_dir, "", "")
     files = export_encoder(model_dir, identity, cache_dir)
@@ -289,8 +289,8 @@ def evaluate_dataset(
     """Embed (or reuse) the corpus, build the in-memory site, run every query in every mode, score."""
     import onnxruntime  # noqa: F401  (before usearch, which write_index imports: the other order segfaults)
 
-    from builder.embed import load_model, weights_sha256
     from builder.paths import bundled_model_dir
+    from builder.stages.embed import load_model, weights_sha256
     from readingroom_core.engine import SearchEngine
 
     timings = Timings()

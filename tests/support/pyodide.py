@@ -2,7 +2,8 @@
 
 Both interpreters answer the same JSON requests through the same driver (`wasm/node/core_driver.py`),
 so tests and benchmarks compare interpreters and nothing else. Pyodide comes from
-`wasm/node_modules/pyodide` (`npm ci` in `wasm/`); the core is installed from its own wheel, built here.
+`wasm/node_modules/pyodide` (`npm ci` in `wasm/`); the core is installed from its own wheel
+(`builder.stages.runtime.build_core_wheel`, as the site's build makes it).
 """
 
 from __future__ import annotations
@@ -11,18 +12,14 @@ import importlib.util
 import json
 import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from builder.paths import REPO_ROOT
+from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR
 
-WASM_DIR = REPO_ROOT / "wasm"
 NODE_SCRIPT = WASM_DIR / "node" / "run_core.mjs"
 DRIVER = WASM_DIR / "node" / "core_driver.py"
-PYODIDE_PACKAGE = WASM_DIR / "node_modules" / "pyodide"
 STDERR_TAIL = 4000  # Pyodide's errors start with a megabyte of minified JavaScript; keep the Python end
 
 
@@ -37,47 +34,6 @@ def missing_runtime() -> str | None:
     if not (PYODIDE_PACKAGE / "pyodide.mjs").is_file():
         return f"{PYODIDE_PACKAGE} is missing; run `npm ci --prefix wasm`"
     return None
-
-
-def build_core_wheel(out_dir: Path) -> Path:
-    """Build the pure-Python `readingroom_core` wheel into `out_dir` and return its path.
-
-    The sources are copied to a scratch folder first, so setuptools' build/ and egg-info never land in
-    wasm/. Without setuptools installed, `build` makes an isolated environment (which needs PyPI).
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.glob("readingroom_core-*.whl"):  # so the one wheel left is this build's
-        stale.unlink()
-    with tempfile.TemporaryDirectory(prefix="readingroom-core-wheel-") as scratch:
-        source = Path(scratch) / "wasm"
-        source.mkdir()
-        shutil.copy2(WASM_DIR / "pyproject.toml", source)
-        shutil.copytree(
-            WASM_DIR / "readingroom_core",
-            source / "readingroom_core",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        isolation = ["--no-isolation"] if importlib.util.find_spec("setuptools") else []
-        command = [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            *isolation,
-            str(source),
-            "--outdir",
-            str(out_dir),
-        ]
-        finished = subprocess.run(command, capture_output=True, text=True, check=False)
-        if finished.returncode != 0:
-            raise RuntimeError(f"building the core wheel failed:\n{finished.stdout}\n{finished.stderr}")
-    wheels = sorted(out_dir.glob("readingroom_core-*-py3-none-any.whl"))
-    if len(wheels) != 1:
-        raise RuntimeError(
-            f"expected one readingroom_core wheel in {out_dir}, found {[w.name for w in wheels]}"
-        )
-    return wheels[0]
 
 
 def run_in_pyodide(request: dict, wheel: Path, timeout: float = 900) -> dict:
@@ -114,7 +70,7 @@ def run_in_cpython(request: dict) -> dict:
 
 def encode_queries(site_dir: Path, queries: Sequence[str]) -> list[list[float]]:
     """Query vectors from the site's own encoder files (what the browser's ONNX model computes)."""
-    from builder.encoder import OnnxQueryEncoder
+    from builder.stages.encoder import OnnxQueryEncoder
 
     site_dir = Path(site_dir)
     manifest = json.loads((site_dir / "manifest.json").read_text(encoding="utf-8"))

@@ -1,0 +1,1 @@
+"""Retrieval quality over built sites: the dev-question metrics (`evaluate`, `metrics`) and BEIR (`beir`)."""

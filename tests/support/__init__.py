@@ -1,0 +1,1 @@
+"""Test-only harness: generated PDFs, the loopback arXiv, chromium launch settings, the Pyodide driver."""
