@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import tomlkit
 
-from builder.models import LockEntry, PaperRef, Settings
+from builder.models import LockEntry, PaperRef, Publish, Settings
 
 # New-style ids (0704.0001 … 2502.11089, 4 or 5 digits after the dot) and old-style (hep-th/9901001).
 ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$")
@@ -31,6 +31,7 @@ class CorpusError(ValueError):
 class Corpus:
     settings: Settings
     papers: tuple[PaperRef, ...]
+    publish: Publish = field(default_factory=Publish)
 
 
 def split_arxiv_id(raw: str) -> tuple[str, str | None]:
@@ -94,7 +95,24 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
                 f"{source}: [[paper]] #{number}: {papers[-1].arxiv_id} is listed twice; remove one"
             )
         seen.add(papers[-1].arxiv_id)
-    return Corpus(settings=settings, papers=tuple(papers))
+    return Corpus(settings=settings, papers=tuple(papers), publish=_publish(data.get("publish", {}), source))
+
+
+PUBLISH_KEYS = {f.name for f in fields(Publish)}
+
+
+def _publish(table: object, source: str) -> Publish:
+    if not isinstance(table, dict):
+        raise CorpusError(f"{source}: 'publish' must be a table: write [publish] on a line of its own")
+    unknown = set(table) - PUBLISH_KEYS
+    if unknown:
+        raise CorpusError(
+            f"{source}: unknown [publish] keys {sorted(unknown)}; allowed: {sorted(PUBLISH_KEYS)}"
+        )
+    for key, value in table.items():
+        if not isinstance(value, bool):
+            raise CorpusError(f"{source}: [publish] {key} must be true or false, not {value!r}")
+    return Publish(**table)
 
 
 def _paper_ref(entry: dict, where: str) -> PaperRef:
