@@ -425,9 +425,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.questions}: no such questions file")
     manifest, engine = open_site(args.site)
     encoder = query_encoder(args.site, manifest)
-    summary = evaluate(
-        engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
-    )
+    summary = evaluate(engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 
