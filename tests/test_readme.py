@@ -59,7 +59,9 @@ def undocumented_cli(text: str) -> list[str]:
     for command, options in cli_surface().items():
         if f"`python -m builder {command}" not in text:
             missing.append(f"python -m builder {command}")
-        missing += [f"{command} {option}" for option in sorted(options) if not re.search(rf"{option}\b", text)]
+        missing += [
+            f"{command} {option}" for option in sorted(options) if not re.search(rf"{option}\b", text)
+        ]
     return missing
 
 
