@@ -380,30 +380,17 @@ def ranking_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from builder.evaluation.evaluate import open_site, query_encoder
+    from builder.evaluation.evaluate import query_encoder
+    from readingroom_core.browser import open_folder
     from readingroom_core.engine import SearchOptions, embedding_text
 
-    manifest, engine = open_site(args.site)
-    encoder = None if args.mode == "bm25" else query_encoder(args.site, manifest)
+    site = open_folder(args.site)
+    encoder = None if args.mode == "bm25" else query_encoder(args.site, site.manifest)
     vector = encoder.encode([embedding_text(args.text)])[0] if encoder else None
-    hits = engine.search(args.text, vector, SearchOptions(k=args.k, mode=args.mode, **ranking_options(args)))
+    options = SearchOptions(k=args.k, mode=args.mode, **ranking_options(args))
+    hits = site.engine.search(args.text, vector, options)
     if args.json:
-        rows = [
-            {
-                "rank": rank,
-                "arxiv_id": h.arxiv_id,
-                "page_start": h.page_start,
-                "page_end": h.page_end,
-                "chunk_id": h.chunk_id,
-                "title": h.title,
-                "section": h.section,
-                "score": h.score,
-                "ranks": h.ranks,
-                "snippet": h.snippet,
-                "text": h.text,
-            }
-            for rank, h in enumerate(hits, start=1)
-        ]
+        rows = [{"rank": rank, **site.hit_json(hit)} for rank, hit in enumerate(hits, start=1)]
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     for rank, h in enumerate(hits, start=1):
@@ -418,14 +405,15 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from builder.evaluation.evaluate import evaluate, format_table, load_questions, open_site, query_encoder
+    from builder.evaluation.evaluate import evaluate, format_table, load_questions, query_encoder
+    from readingroom_core.browser import open_folder
     from readingroom_core.engine import SearchOptions
 
     if not args.questions.exists():
         raise FileNotFoundError(f"{args.questions}: no such questions file")
-    manifest, engine = open_site(args.site)
-    encoder = query_encoder(args.site, manifest)
-    summary = evaluate(engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
+    site = open_folder(args.site)
+    encoder = query_encoder(args.site, site.manifest)
+    summary = evaluate(site.engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 

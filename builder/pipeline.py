@@ -76,6 +76,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         mirror=options.mirror,
         offline=options.offline,
         delay_seconds=options.arxiv_delay,
+        corpus_file=options.corpus_path,
         **extra,
     )
 

@@ -308,6 +308,21 @@ def test_leftover_part_file_is_resumed(tmp_path, server, honour_range):
 # ---------------------------------------------------------------------------------------- lock
 
 
+def test_hints_name_the_corpus_and_lock_files_in_use(tmp_path, server):
+    server.add_paper("2101.00190", versions=2)
+    corpus = tmp_path / "lists" / "physics.toml"
+    locked = {"2101.00190": LockEntry("v1", "0" * 64)}
+    options = make_options(tmp_path, server, corpus_file=corpus)
+
+    result = fetch_papers([PaperRef("2101.00190"), PaperRef("not-an-id")], options, locked=locked, progress=False)
+
+    hints = {f.arxiv_id: f.hint for f in result.failures}
+    assert hints["not-an-id"] == f"check the id in {corpus}"
+    lock = tmp_path / "lists" / "physics.lock"
+    assert hints["2101.00190"] == f"delete its entry from {lock} to accept the new file"
+    assert "corpus/readingroom" not in " ".join(hints.values())
+
+
 def test_lock_file_pins_the_version_and_guards_the_checksum(tmp_path, server):
     server.add_paper("2005.11401", versions=3)
     server.add_paper("2101.00190", versions=2)

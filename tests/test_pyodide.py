@@ -110,6 +110,30 @@ def test_searches_match_cpython_in_every_mode(site, wheel):
     assert any(hit["highlights"] for want in expected["results"] for hit in want["bm25"])
 
 
+def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
+    """What worker.js calls (readingroom_core.browser): token ids and JSON search replies, vectors and
+    facet filters included, the same in Pyodide as in CPython."""
+    queries = [*dev_queries()[:10], *KEYWORD_QUERIES, "year:abc attention"]
+    vectors = encode_queries(site, queries)
+    cases = [
+        {"query": query, "k": 10, "mode": MODES[n % 3], "vector": vector, "filters": {}}
+        for n, (query, vector) in enumerate(zip(queries, vectors, strict=True))
+    ]
+    cases.append({"query": "retrieval", "k": 5, "mode": "bm25", "filters": {"categories": ["cs.CL"]}})
+    cases.append({"query": "retrieval", "k": 5, "mode": "bm25", "filters": {"tags": ["no-such-tag"]}})
+    request = {"op": "browser", "site": str(site), "cases": cases}
+    expected = run_in_cpython(request)["replies"]
+    got = run_in_pyodide(request, wheel)["replies"]
+    for case, want, have in zip(cases, expected, got, strict=True):
+        where = f"{case['mode']} {case['query']!r}"
+        assert have["ids"] == want["ids"], where
+        assert have.get("error") == want.get("error"), where
+        assert_same_hits(want.get("hits", []), have.get("hits", []), where)
+    assert "is not a year filter" in expected[-3]["error"]
+    assert expected[-2]["hits"] and expected[-1] == {"ids": expected[-1]["ids"], "hits": []}
+    assert sum(bool(reply.get("hits")) for reply in expected) >= 20
+
+
 def varied_strings(count: int, seed: int = 7) -> list[str]:
     """Hand-picked hard cases, then random mixes of code points from many scripts and symbol blocks."""
     fixed = [

@@ -94,12 +94,14 @@ def test_eval_names_a_malformed_questions_file(built_sites, tmp_path, capsys):
 
 def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(built_sites, model_dir):
     """The browser's quantized encoder must not cost retrieval quality (issue 3: >= 99% of nDCG@10)."""
-    from builder.evaluation.evaluate import Question, evaluate, load_questions, open_site
+    from builder.evaluation.evaluate import Question, evaluate, load_questions
     from builder.stages.embed import encode, load_model
     from builder.stages.encoder import OnnxQueryEncoder
+    from readingroom_core.browser import open_folder
 
     site = built_sites.second
-    manifest, engine = open_site(site)
+    opened = open_folder(site)
+    manifest, engine = opened.manifest, opened.engine
     papers = {*SMALL_PAPERS, ADDED_PAPER}
     questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages and q.gold_papers <= papers]
     table = json.loads((site / manifest["files"]["chunks"]).read_text())

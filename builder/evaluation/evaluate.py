@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.evaluation import metrics
-from builder.stages.manifest import read_manifest
+from readingroom_core.browser import open_folder
 from readingroom_core.engine import Hit, SearchEngine, SearchOptions, embedding_text
 
 MODES = ("hybrid", "bm25", "dense")
@@ -64,15 +64,6 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def open_site(site_dir: Path) -> tuple[dict, SearchEngine]:
-    manifest = read_manifest(site_dir)
-
-    def read(relative: str) -> bytes:
-        return (site_dir / relative).read_bytes()
-
-    return manifest, SearchEngine(manifest, read)
-
-
 def query_encoder(site_dir: Path, manifest: dict):
     from builder.stages.encoder import OnnxQueryEncoder
 
@@ -81,10 +72,10 @@ def query_encoder(site_dir: Path, manifest: dict):
 
 def top_chunk_ids(site_dir: Path, queries: Sequence[str], options: SearchOptions) -> list[list[str]]:
     """Each query's ranked chunk ids as `python -m builder query` finds them: the browser must agree."""
-    manifest, engine = open_site(site_dir)
-    vectors = query_encoder(site_dir, manifest).encode([embedding_text(q) for q in queries])
+    site = open_folder(site_dir)
+    vectors = query_encoder(site_dir, site.manifest).encode([embedding_text(q) for q in queries])
     return [
-        [hit.chunk_id for hit in engine.search(query, vector, options)]
+        [hit.chunk_id for hit in site.engine.search(query, vector, options)]
         for query, vector in zip(queries, vectors, strict=True)
     ]
 

@@ -12,12 +12,12 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
 
-from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.browser import folder_reader, open_folder, open_site
+from readingroom_core.engine import SearchOptions
 from readingroom_core.tokenizer import WordPieceTokenizer
 
-HIT_FIELDS = ("doc_id", "chunk_id", "arxiv_id", "score", "ranks", "snippet", "highlights")
+BROWSER_REQUEST = ("query", "k", "mode", "filters", "vector")  # what worker.js sends to Site.search
 
 
 def folders(request_json: str) -> str:
@@ -30,33 +30,36 @@ def folders(request_json: str) -> str:
     return json.dumps([request["site"]])
 
 
-def open_engine(site: str) -> SearchEngine:
-    with open(os.path.join(site, "manifest.json"), encoding="utf-8") as manifest_file:
-        manifest = json.load(manifest_file)
-
-    def read(relative_path: str) -> bytes:
-        with open(os.path.join(site, relative_path), "rb") as data_file:
-            return data_file.read()
-
-    return SearchEngine(manifest, read)
-
-
 def search_options(request: dict, mode: str) -> SearchOptions:
     """k and mode from the request, plus any other SearchOptions fields it sets (e.g. candidates, ef)."""
     return SearchOptions(k=request["k"], mode=mode, **request.get("options", {}))
 
 
 def search(request: dict) -> dict:
-    """Top hits per case and mode, with the fields a visitor sees (scores, snippets, highlights)."""
-    engine = open_engine(request["site"])
+    """Top hits per case and mode, as the browser gets them (`readingroom_core.browser.hit_json`)."""
+    site = open_folder(request["site"])
     results = []
     for case in request["cases"]:
         by_mode = {}
         for mode in request["modes"]:
-            hits = engine.search(case["query"], case.get("vector"), search_options(request, mode))
-            by_mode[mode] = [{name: asdict(hit)[name] for name in HIT_FIELDS} for hit in hits]
+            hits = site.engine.search(case["query"], case.get("vector"), search_options(request, mode))
+            by_mode[mode] = [site.hit_json(hit) for hit in hits]
         results.append(by_mode)
     return {"results": results}
+
+
+def browser(request: dict) -> dict:
+    """The Web Worker's calls in its order: open the site from a reader and the fetched manifest text,
+    load semantic search, then per case the query's token ids and the search reply (JSON in, JSON out)."""
+    read = folder_reader(request["site"])
+    site = open_site(read, read("manifest.json").decode("utf-8"))
+    site.load_semantic()
+    replies = []
+    for case in request["cases"]:
+        ids = site.encode_ids(case["query"])
+        reply = json.loads(site.search(json.dumps({key: case.get(key) for key in BROWSER_REQUEST})))
+        replies.append({"ids": ids, **reply})
+    return {"replies": replies}
 
 
 def tokenize(request: dict) -> dict:
@@ -74,7 +77,7 @@ def bench(request: dict) -> dict:
     """Seconds per search: the first pass over the cases (text files and postings decoded on demand)
     and the later passes separately; engine construction and the vector file's load timed alone."""
     started = time.perf_counter()
-    engine = open_engine(request["site"])
+    engine = open_folder(request["site"]).engine
     engine_load = time.perf_counter() - started
     started = time.perf_counter()
     engine.load_vectors()
@@ -104,7 +107,7 @@ def profile(request: dict) -> dict:
     import cProfile
     import pstats
 
-    engine = open_engine(request["site"])
+    engine = open_folder(request["site"]).engine
     engine.load_vectors()
     by_mode = {}
     for mode in request["modes"]:
@@ -135,7 +138,7 @@ def profile(request: dict) -> dict:
     return {"per_query": by_mode}
 
 
-OPERATIONS = {"search": search, "tokenize": tokenize, "bench": bench, "profile": profile}
+OPERATIONS = {"search": search, "browser": browser, "tokenize": tokenize, "bench": bench, "profile": profile}
 
 
 def handle(request_json: str) -> str:

@@ -282,7 +282,8 @@ class SearchEngine:
 
     def __init__(self, manifest: dict, read: Reader):
         files = manifest["files"]
-        self._read = read
+        self.manifest = manifest
+        self.read = read
         self._vectors_path: str = files["vectors"]
         self.papers: list[dict] = _load_json(read(files["papers"]), files["papers"])["papers"]
         table = _load_json(read(files["chunks"]), files["chunks"])
@@ -328,7 +329,7 @@ class SearchEngine:
     def load_vectors(self) -> UsearchFile:
         """Read the HNSW file (the largest download); the browser calls this once keyword results show."""
         if self._vectors is None:
-            vectors = UsearchFile.from_bytes(self._read(self._vectors_path))
+            vectors = UsearchFile.from_bytes(self.read(self._vectors_path))
             if vectors.size != self.n_chunks:
                 raise ValueError(
                     f"vector index holds {vectors.size} chunks but the chunk table lists {self.n_chunks}; rebuild"
@@ -342,7 +343,7 @@ class SearchEngine:
         chunks = self._texts.get(paper_index)
         if chunks is None:
             paper = self.papers[paper_index]
-            data = _load_json(self._read(paper["text"]), paper["text"])
+            data = _load_json(self.read(paper["text"]), paper["text"])
             if data["first"] != paper["chunks"][0] or len(data["chunks"]) != paper["chunks"][1]:
                 raise ValueError(f"{paper['text']} does not hold the chunks the papers file lists")
             chunks = self._texts[paper_index] = data["chunks"]

@@ -264,7 +264,7 @@ function drawHit(hit) {
   copy.addEventListener("click", () => copyCitation(hit, copy));
   const actions = element("p", "actions");
   actions.append(link(`${ARXIV}/abs/${hit.arxiv_id}`, "arXiv abstract"), " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy);
-  item.append(where, drawSnippet(hit.snippet), actions);
+  item.append(where, drawSnippet(hit.segments), actions);
   return item;
 }
 

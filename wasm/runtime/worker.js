@@ -6,90 +6,9 @@
 //               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
 //               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error}
 
-const PYTHON_BRIDGE = `
-import json
-
-import rr_io
-from readingroom_core.engine import Filters, QuerySyntaxError, SearchEngine, SearchOptions, embedding_text
-from readingroom_core.tokenizer import WordPieceTokenizer
-
-manifest = json.loads(rr_io.manifest_text)
-engine = SearchEngine(manifest, lambda path: rr_io.read_sync(path).to_bytes())
-papers_by_id = {paper["id"]: paper for paper in engine.papers}
-tokenizer = None
-
-
-def load_semantic():
-    """Vectors and tokenizer; the files were fetched (with progress) by the worker already."""
-    global tokenizer
-    engine.load_vectors()
-    files = manifest["files"]
-    tokenizer = WordPieceTokenizer.from_data(
-        rr_io.read_sync(files["vocab"]).to_bytes().decode("utf-8"),
-        json.loads(rr_io.read_sync(files["char_classes"]).to_bytes()),
-        max_length=manifest["encoder"]["max_length"],
-    )
-
-
-def encode_ids(query):
-    """Token ids of the query text the model should see: field filters such as year:2021 removed."""
-    text = embedding_text(query)
-    return tokenizer.encode(manifest["model"].get("query_prefix", "") + text) if text else []
-
-
-def _segments(snippet, highlights):
-    """Snippet as [text, marked] runs, so JavaScript never has to map Python string offsets."""
-    runs, at = [], 0
-    for start, end in highlights:
-        if start > at:
-            runs.append([snippet[at:start], False])
-        runs.append([snippet[start:end], True])
-        at = end
-    if at < len(snippet):
-        runs.append([snippet[at:], False])
-    return runs
-
-
-def _filters(data):
-    return Filters(
-        year_min=data.get("year_min"),
-        year_max=data.get("year_max"),
-        categories=tuple(data.get("categories") or ()),
-        tags=tuple(data.get("tags") or ()),
-    )
-
-
-def search(request_json, vector):
-    request = json.loads(request_json)
-    options = SearchOptions(k=request.get("k") or 20, mode=request.get("mode") or "hybrid",
-                            filters=_filters(request.get("filters") or {}))
-    query_vector = None if vector is None else list(vector.to_py())
-    try:
-        hits = engine.search(request["query"], query_vector, options)
-    except (QuerySyntaxError, ValueError) as error:
-        return json.dumps({"error": str(error)})
-    return json.dumps({"hits": [
-        {
-            "arxiv_id": hit.arxiv_id,
-            "chunk_id": hit.chunk_id,
-            "title": hit.title,
-            "authors": papers_by_id[hit.arxiv_id]["authors"],
-            "year": papers_by_id[hit.arxiv_id]["year"],
-            "page_start": hit.page_start,
-            "page_end": hit.page_end,
-            "section": hit.section,
-            "score": hit.score,
-            "ranks": hit.ranks,
-            "text": hit.text,
-            "snippet": _segments(hit.snippet, hit.highlights),
-        }
-        for hit in hits
-    ]})
-`;
-
 const PROGRESS_INTERVAL_MS = 200;
 let config;
-let core; // the Python bridge module's globals
+let site; // readingroom_core.browser.Site: the worker's one handle on the search core
 let ort;
 let session;
 let semanticReady = false;
@@ -186,12 +105,9 @@ function countResources(prefix, kind) {
 // Anything wrong with it (no IndexedDB, a failed restore) just means booting Python as before.
 const SNAPSHOT_DB = "readingroom-python";
 const SNAPSHOT_STORE = "snapshots";
-// Every module the bridge and the core use: a restored interpreter has them in memory but not on disk.
-const CORE_IMPORTS = `
-import importlib, json, sysconfig
-import readingroom_core.analysis, readingroom_core.bm25, readingroom_core.engine, readingroom_core.fusion
-import readingroom_core.hnsw, readingroom_core.snippets, readingroom_core.tokenizer
-`;
+// The browser boundary; importing it imports every module of the core (readingroom_core/browser.py),
+// so a restored interpreter, which has them in memory but not on disk, lacks none.
+const CORE_IMPORTS = "import readingroom_core.browser";
 let snapshotToSave = null;
 
 function snapshotKey() {
@@ -277,10 +193,7 @@ async function startKeyword() {
   const fetchWheel = () => fetchBytes(config.wheel, "runtime");
   const [pyodide, text] = await Promise.all([startPython(fetchWheel), manifestText, indexFiles]);
   setStage("Starting keyword search");
-  pyodide.registerJsModule("rr_io", { manifest_text: text, read_sync: readSync });
-  const namespace = pyodide.globals.get("dict")();
-  pyodide.runPython(PYTHON_BRIDGE, { globals: namespace });
-  core = namespace;
+  site = pyodide.pyimport("readingroom_core.browser").open_site(readSync, text);
   mark("keyword_ready");
   resolveKeyword();
   self.postMessage({ type: "ready", which: "keyword" });
@@ -309,7 +222,7 @@ async function startSemantic(manifest) {
   });
   countResources(new URL(config.ort_wasm.wasm, self.location.href).href, "runtime");
   mark("encoder_started");
-  core.get("load_semantic")();
+  site.load_semantic();
   mark("semantic_ready");
   semanticReady = true;
   setStage("ready");
@@ -317,7 +230,7 @@ async function startSemantic(manifest) {
 }
 
 async function embed(query) {
-  const ids = core.get("encode_ids")(query).toJs();
+  const ids = site.encode_ids(query).toJs();
   if (!ids.length) return null;
   const shape = [1, ids.length];
   const feeds = {
@@ -337,8 +250,7 @@ async function search({ id, query, k, mode, filters }) {
   const started = performance.now();
   const vector = wantsVector ? await embed(query) : null;
   const embedded = performance.now();
-  // undefined reaches Python as None (null would arrive as a JsNull object).
-  const reply = JSON.parse(core.get("search")(JSON.stringify({ query, k, mode, filters }), vector ?? undefined));
+  const reply = JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector })));
   const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded };
   return { id, ...reply, semantic: vector !== null, timings };
 }

@@ -1,0 +1,113 @@
+"""`readingroom_core.browser`, the module the Web Worker calls, under CPython on a built site.
+
+The same calls run in Pyodide in test_pyodide.py and in chromium in test_site_browser.py.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import readingroom_core
+from builder.stages.encoder import OnnxQueryEncoder
+from readingroom_core.browser import folder_reader, hit_json, open_folder, open_site
+from readingroom_core.engine import SearchOptions, embedding_text
+from readingroom_core.tokenizer import WordPieceTokenizer
+
+QUERY = "grouped query attention"
+
+
+@pytest.fixture(scope="module")
+def site(built_sites):
+    read = folder_reader(built_sites.second)
+    return open_site(read, read("manifest.json").decode("utf-8"))
+
+
+def search(site, **request) -> dict:
+    return json.loads(site.search(json.dumps(request)))
+
+
+def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
+    reply = search(site, query=QUERY, k=5, mode="bm25")
+    hits = site.engine.search(QUERY, None, SearchOptions(k=5, mode="bm25"))
+    assert len(hits) == 5
+    papers = {paper["id"]: paper for paper in site.engine.papers}
+    assert reply == {"hits": [json.loads(json.dumps(hit_json(h, papers[h.arxiv_id]))) for h in hits]}
+    first = reply["hits"][0]
+    assert first["authors"] == papers[first["arxiv_id"]]["authors"] and first["year"]
+    assert first["ranks"] == {"bm25": 1, "dense": None}
+
+
+def test_segments_rebuild_the_snippet_and_mark_the_highlights(site):
+    hits = search(site, query=QUERY, k=10, mode="bm25")["hits"]
+    marked_any = False
+    for hit in hits:
+        assert "".join(text for text, _ in hit["segments"]) == hit["snippet"]
+        marked = [text for text, is_marked in hit["segments"] if is_marked]
+        assert marked == [hit["snippet"][start:end] for start, end in hit["highlights"]]
+        marked_any |= bool(marked)
+    assert marked_any
+
+
+def test_a_vector_sent_as_json_gives_the_dense_ranking(site, built_sites):
+    site.load_semantic()
+    vector = OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode([QUERY])[0]
+    reply = search(site, query=QUERY, k=10, mode="dense", vector=vector)
+    expected = site.engine.search(QUERY, vector, SearchOptions(k=10, mode="dense"))
+    assert [h["chunk_id"] for h in reply["hits"]] == [h.chunk_id for h in expected]
+    assert all(h["ranks"]["dense"] for h in reply["hits"])
+
+
+def test_facet_filters_from_the_page_restrict_results(site):
+    tagged = {paper["id"] for paper in site.engine.papers if "t1" in paper["tags"]}
+    assert tagged and tagged != {paper["id"] for paper in site.engine.papers}
+    hits = search(site, query="model", k=20, mode="bm25", filters={"tags": ["t1"]})["hits"]
+    assert hits and {h["arxiv_id"] for h in hits} <= tagged
+
+
+def test_queries_the_engine_rejects_come_back_as_errors(site):
+    assert "year:abc is not a year filter" in search(site, query="year:abc attention", k=5)["error"]
+    assert "needs a query vector" in search(site, query=QUERY, k=5, mode="dense")["error"]
+
+
+def test_query_ids_leave_out_field_filters(built_sites):
+    site = open_folder(built_sites.second)
+    with pytest.raises(RuntimeError, match="load_semantic"):
+        site.encode_ids(QUERY)
+    site.load_semantic()
+    files = site.manifest["files"]
+    tokenizer = WordPieceTokenizer.from_data(
+        (built_sites.second / files["vocab"]).read_text(encoding="utf-8"),
+        json.loads((built_sites.second / files["char_classes"]).read_text(encoding="utf-8")),
+    )
+    query = f"year:2020..2024 {QUERY} cat:cs.CL"
+    assert embedding_text(query) == QUERY
+    assert site.encode_ids(query) == tokenizer.encode(QUERY)
+    assert site.encode_ids("year:2021") == []
+
+
+def test_opening_a_folder_without_a_site_says_what_to_do(tmp_path):
+    with pytest.raises(FileNotFoundError, match="build the site first"):
+        open_folder(tmp_path)
+
+
+def test_a_manifest_of_another_format_is_refused(built_sites, tmp_path):
+    manifest = json.loads((built_sites.second / "manifest.json").read_text(encoding="utf-8"))
+    manifest["format_version"] = 99
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ValueError, match="format 99"):
+        open_folder(tmp_path)
+
+
+def test_importing_the_boundary_imports_the_whole_core():
+    """The worker snapshots Python right after `import readingroom_core.browser`; a restored
+    interpreter has no core files on disk, so every module must already be in memory."""
+    package = Path(readingroom_core.__file__).parent
+    modules = {f"readingroom_core.{path.stem}" for path in package.glob("*.py") if path.stem != "__init__"}
+    code = "import sys, readingroom_core.browser; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=package.parent
+    ).stdout.split()
+    assert modules - set(loaded) == set()

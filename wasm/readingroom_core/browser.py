@@ -1,0 +1,157 @@
+"""Where a built site meets its readers: the Web Worker, the CLI, evaluation and the Node driver.
+
+`open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
+search result, which the browser draws and `python -m builder query --json` prints. The worker
+(`wasm/runtime/worker.js`) calls `Site.search`, `Site.load_semantic` and `Site.encode_ids` and passes
+only strings and numbers across, so JavaScript never sees a Python object or a Python string offset.
+
+Importing this module imports every module of the core: the worker's memory snapshot, taken right
+after the import, must hold all the code a restored interpreter will run (the files are not on disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from readingroom_core.engine import (
+    Filters,
+    Hit,
+    QuerySyntaxError,
+    SearchEngine,
+    SearchOptions,
+    embedding_text,
+)
+from readingroom_core.sitedata import MANIFEST_FILE, read_manifest
+from readingroom_core.tokenizer import WordPieceTokenizer
+
+Reader = Callable[[str], bytes]
+
+
+def as_bytes(data) -> bytes:
+    """A reader's answer as bytes: in the worker, reads return a JavaScript Uint8Array (a JsProxy)."""
+    return data.to_bytes() if hasattr(data, "to_bytes") else data
+
+
+def folder_reader(site_dir: str | os.PathLike) -> Reader:
+    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
+
+    def read(relative_path: str) -> bytes:
+        with open(os.path.join(site_dir, relative_path), "rb") as data_file:
+            return data_file.read()
+
+    return read
+
+
+def open_folder(site_dir: str | os.PathLike) -> Site:
+    """The site built into `site_dir`, with an error that says what to do when there is none."""
+    path = os.path.join(site_dir, MANIFEST_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist: build the site first (`python -m builder build`)")
+    return open_site(folder_reader(site_dir))
+
+
+def open_site(read: Reader, manifest_text: str | bytes | None = None) -> Site:
+    """A site from its reader; `manifest_text` when the caller has fetched the manifest already."""
+    if manifest_text is None:
+        manifest_text = as_bytes(read(MANIFEST_FILE))
+    manifest = read_manifest(manifest_text)
+    return Site(manifest, SearchEngine(manifest, lambda path: as_bytes(read(path))))
+
+
+def hit_json(hit: Hit, paper: dict) -> dict:
+    """A result as every front end shows it: where it is, how it ranked, and its snippet three ways
+    (plain text, highlight offsets, and [text, marked] runs ready to draw)."""
+    return {
+        "doc_id": hit.doc_id,
+        "chunk_id": hit.chunk_id,
+        "arxiv_id": hit.arxiv_id,
+        "title": hit.title,
+        "authors": paper["authors"],
+        "year": paper["year"],
+        "page_start": hit.page_start,
+        "page_end": hit.page_end,
+        "section": hit.section,
+        "score": hit.score,
+        "ranks": hit.ranks,
+        "text": hit.text,
+        "snippet": hit.snippet,
+        "highlights": [list(span) for span in hit.highlights],
+        "segments": segments(hit.snippet, hit.highlights),
+    }
+
+
+def segments(snippet: str, highlights) -> list[list]:
+    """Snippet as [text, marked] runs, so JavaScript never has to map Python string offsets."""
+    runs, at = [], 0
+    for start, end in highlights:
+        if start > at:
+            runs.append([snippet[at:start], False])
+        runs.append([snippet[start:end], True])
+        at = end
+    if at < len(snippet):
+        runs.append([snippet[at:], False])
+    return runs
+
+
+def request_filters(data: dict) -> Filters:
+    """The search form's facet choices (year range, categories, tags) as engine filters."""
+    return Filters(
+        year_min=data.get("year_min"),
+        year_max=data.get("year_max"),
+        categories=tuple(data.get("categories") or ()),
+        tags=tuple(data.get("tags") or ()),
+    )
+
+
+@dataclass
+class Site:
+    """One opened site: its manifest, its engine, and (once semantic search loads) its query tokenizer."""
+
+    manifest: dict
+    engine: SearchEngine
+    tokenizer: WordPieceTokenizer | None = None
+    papers_by_id: dict[str, dict] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.papers_by_id = {paper["id"]: paper for paper in self.engine.papers}
+
+    def hit_json(self, hit: Hit) -> dict:
+        return hit_json(hit, self.papers_by_id[hit.arxiv_id])
+
+    def load_semantic(self) -> None:
+        """Vectors and tokenizer (in the browser the files were fetched, with progress, already)."""
+        self.engine.load_vectors()
+        files = self.manifest["files"]
+        read = self.engine.read
+        self.tokenizer = WordPieceTokenizer.from_data(
+            read(files["vocab"]).decode("utf-8"),
+            json.loads(read(files["char_classes"])),
+            max_length=self.manifest["encoder"]["max_length"],
+        )
+
+    def encode_ids(self, query: str) -> list[int]:
+        """Token ids of the query text the model should see: field filters such as year:2021 removed."""
+        if self.tokenizer is None:
+            raise RuntimeError("load_semantic() first: the tokenizer comes with the semantic files")
+        text = embedding_text(query)
+        return self.tokenizer.encode(self.manifest["model"].get("query_prefix", "") + text) if text else []
+
+    def search(self, request_json: str) -> str:
+        """One search request from the page, as JSON: {query, k, mode, filters, vector (or null)}.
+
+        The reply is {"hits": [hit_json, ...]} or {"error": message} for a query the engine rejects.
+        """
+        request = json.loads(request_json)
+        options = SearchOptions(
+            k=request.get("k") or 20,
+            mode=request.get("mode") or "hybrid",
+            filters=request_filters(request.get("filters") or {}),
+        )
+        try:
+            hits = self.engine.search(request["query"], request.get("vector"), options)
+        except (QuerySyntaxError, ValueError) as error:
+            return json.dumps({"error": str(error)})
+        return json.dumps({"hits": [self.hit_json(hit) for hit in hits]})
