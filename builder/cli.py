@@ -16,8 +16,10 @@ from builder.paths import (
     DEFAULT_CORPUS,
     DEFAULT_OUT,
     MIRROR_ENV,
+    REFRESH_ENV,
     base_url_from_env,
     mirror_from_env,
+    refresh_from_env,
 )
 from builder.stages import fetch
 
@@ -67,6 +69,12 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         "--strict",
         action="store_true",
         help="exit non-zero if any paper failed (default: only if all failed)",
+    )
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="ask arXiv for the latest version of every paper the corpus file does not pin, instead of the "
+        f"lock file's (default: ${REFRESH_ENV} set to 1)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     parser.add_argument("--arxiv-api", metavar="URL", help=argparse.SUPPRESS)  # tests: a loopback arXiv
@@ -221,6 +229,7 @@ def _build_options(args: argparse.Namespace, out_dir: Path):
         arxiv_api=args.arxiv_api,
         arxiv_delay=args.arxiv_delay,
         base_url=_base_url(args),
+        refresh=args.refresh or refresh_from_env(),
     )
 
 

@@ -11,6 +11,7 @@ DEFAULT_OUT = Path("site")
 DEFAULT_CACHE = Path(".cache/readingroom")
 MIRROR_ENV = "READINGROOM_MIRROR"
 BASE_URL_ENV = "READINGROOM_BASE_URL"
+REFRESH_ENV = "READINGROOM_REFRESH"
 SHARED_MIRROR = REPO_ROOT.parent / "shared" / "arxiv-mirror"
 DEV_QUESTIONS = REPO_ROOT.parent / "shared" / "eval" / "dev-questions.jsonl"
 
@@ -44,3 +45,8 @@ def base_url_from_env() -> str | None:
     """The publishing workflow sets this from the repository's Pages path; unset or blank means none."""
     value = os.environ.get(BASE_URL_ENV)
     return None if value is None or not value.strip() else value.strip()
+
+
+def refresh_from_env() -> bool:
+    """The publishing workflow's weekly run sets this to pick up new versions."""
+    return os.environ.get(REFRESH_ENV, "").strip().lower() in ("1", "true", "yes")

@@ -41,6 +41,7 @@ class BuildOptions:
     arxiv_api: str | None = None  # arXiv API URL format; tests point it at a loopback server
     arxiv_delay: float = 3.0
     base_url: str | None = None  # overrides the corpus file's (the publishing workflow's Pages path)
+    refresh: bool = False  # ask arXiv for the latest version of papers the corpus file does not pin
 
 
 @dataclass
@@ -77,6 +78,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         offline=options.offline,
         delay_seconds=options.arxiv_delay,
         corpus_file=options.corpus_path,
+        refresh=options.refresh,
         **extra,
     )
 

@@ -19,7 +19,7 @@ import yaml
 
 from builder import config
 from builder.cli import make_parser
-from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, REPO_ROOT
+from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, REFRESH_ENV, REPO_ROOT, refresh_from_env
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "publish.yml"
 README = REPO_ROOT / "README.md"
@@ -158,12 +158,19 @@ def test_base_url_comes_from_the_repository_pages_path(workflow):
     pages = next(s for s in build if s.get("uses", "").startswith("actions/configure-pages@"))
     step = next(s for s in build if "nox -s build" in s.get("run", ""))
     assert step["env"][BASE_URL_ENV] == "${{ steps." + pages["id"] + ".outputs.base_path }}"
+    assert step["env"][REFRESH_ENV] == "${{ github.event_name == 'schedule' && '1' || '' }}"
     # configure-pages gives "" (user site, custom domain) or "/repo" (project site), without the slash.
     assert config.normalize_base_url("") == "/"
     assert config.normalize_base_url("/reading-list") == "/reading-list/"
     assert config.normalize_base_url("/reading-list/") == "/reading-list/"
     with pytest.raises(config.CorpusError, match="not a URL path"):
         config.normalize_base_url("/a b/")
+
+
+def test_refresh_is_read_from_the_environment(monkeypatch):
+    for value, expected in (("1", True), ("", False), ("0", False)):
+        monkeypatch.setenv(REFRESH_ENV, value)
+        assert refresh_from_env() is expected
 
 
 def test_torch_comes_from_the_cpu_index_on_runners(workflow):
