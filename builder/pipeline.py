@@ -193,18 +193,17 @@ def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
 def embed_chunks(
     papers: list[IngestedPaper], corpus: config.Corpus, options: BuildOptions, report: BuildReport
 ) -> tuple[embed.ModelIdentity, np.ndarray]:
-    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model."""
+    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model
+    (which starts, and passes its sanity check, only then)."""
     model_dir = resolve_model_dir(corpus.settings.model)
     with timed(report, "embed"):
-        model = embed.load_model(model_dir)
         identity = embed.identify(
-            model,
             corpus.settings.model,
             model_dir,
             corpus.settings.query_prefix,
             corpus.settings.document_prefix,
         )
-        embed.check_sanity(model, identity)
+        model = embed.DocumentEncoder(model_dir, identity, document_encoder_path(options.cache_dir, identity))
         jobs = [
             (
                 p.meta.arxiv_id,
@@ -218,6 +217,12 @@ def embed_chunks(
         )
     report.embedded_chunks = stats.embedded
     return identity, np.concatenate(per_paper) if per_paper else np.zeros((0, identity.dims), np.float32)
+
+
+def document_encoder_path(cache_dir: Path, identity: embed.ModelIdentity) -> Path:
+    """The chunk encoder's export depends only on the model and the engine: one per model identity."""
+    engine = identity.engine.replace("/", "-")
+    return cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-documents-{engine}" / "model.onnx"
 
 
 def export_encoder(model_dir: Path, identity: embed.ModelIdentity, cache_dir: Path) -> encoder.EncoderFiles:
