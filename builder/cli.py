@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from builder import __version__, config
+from builder.commands.ask import add_ask_command, run_ask_command
 from builder.evaluation.beir import add_beir_command, run_beir_command
 from builder.paths import (
     BASE_URL_ENV,
@@ -177,6 +178,7 @@ def make_parser() -> argparse.ArgumentParser:
     stats.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     _serve_args(commands)
+    add_ask_command(commands)
     return parser
 
 
@@ -191,9 +193,13 @@ def _serve_args(commands) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from builder.commands.serve import base_url_of, make_server
+    from builder.commands.serve import PortError, base_url_of, make_server
 
-    server = make_server(args.site, args.port)
+    try:
+        server = make_server(args.site, args.port)
+    except PortError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     host, port = server.server_address[:2]
     print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
     try:
@@ -246,12 +252,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     report, code = build(_build_options(args, args.out))
     for line in report.summary_lines():
         print(line)
-    if code:
-        print(
-            "build failed: "
-            + ("every paper failed" if report.papers == 0 else "--strict and failures above"),
-            file=sys.stderr,
-        )
+    if code and report.papers == 0:
+        why = "every paper failed" if report.listed else f"{args.corpus} lists no papers"
+        print(f"build failed: {why}; the site in {args.out}/ was left as it was", file=sys.stderr)
+    elif code:
+        print("build failed: --strict and failures above", file=sys.stderr)
     else:
         print(f"site written to {args.out}/")
     return code
@@ -439,6 +444,7 @@ COMMANDS = {
     "eval": cmd_eval,
     "serve": cmd_serve,
     "eval-beir": run_beir_command,
+    "ask": run_ask_command,
 }
 
 

@@ -11,6 +11,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from urllib.parse import unquote
 
 import tomlkit
 
@@ -21,6 +22,8 @@ ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7
 
 SETTING_KEYS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
 PAPER_KEYS = {"id", "version", "tags", "note"}
+# A path on the site's own host: "/" or "/a/b/", segments of URL-safe characters, never "." or "..".
+_BASE_URL_SEGMENT = re.compile(r"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+")
 
 
 class CorpusError(ValueError):
@@ -56,19 +59,14 @@ def _plausible_new_style(arxiv_id: str) -> bool:
     return 1 <= month <= 12 and len(number) == (5 if yymm >= "1501" else 4)
 
 
-BASE_URL = re.compile(r"^/(?:[A-Za-z0-9._~-]+/)*$")
-
-
 def normalize_base_url(value: str) -> str:
     """'', '/', 'my-list', '/my-list' and '/my-list/' all mean a site under that path, ending in '/'.
 
     actions/configure-pages gives '' for a user site and '/repo' for a project site.
     """
-    text = "/" + value.strip().strip("/") + "/" if value.strip().strip("/") else "/"
-    if not BASE_URL.match(text):
-        raise CorpusError(
-            f"base URL {value!r} is not a URL path such as / or /my-list/ (letters, digits, . _ ~ - and /)"
-        )
+    inner = value.strip().strip("/")
+    text = f"/{inner}/" if inner else "/"
+    check_base_url(text, "--base-url")
     return text
 
 
@@ -78,17 +76,19 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
     except tomllib.TOMLDecodeError as exc:
         raise CorpusError(f"{source}: not valid TOML ({exc})") from exc
     site = data.get("site", {})
+    if not isinstance(site, dict):
+        raise CorpusError(f"{source}: 'site' must be a table: write [site] on a line of its own")
     unknown = set(site) - SETTING_KEYS
     if unknown:
         raise CorpusError(f"{source}: unknown [site] keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}")
-    settings = Settings(**{k: str(v) for k, v in site.items()})
-    if not settings.base_url.startswith("/") or not settings.base_url.endswith("/"):
-        raise CorpusError(
-            f"{source}: base_url {settings.base_url!r} must start and end with '/', e.g. '/my-list/'"
-        )
+    for key, value in site.items():
+        if not isinstance(value, str):
+            raise CorpusError(f'{source}: [site] {key} must be a string in quotes, e.g. {key} = "…"')
+    settings = Settings(**site)
+    check_base_url(settings.base_url, source)
     papers: list[PaperRef] = []
     seen: set[str] = set()
-    for number, entry in enumerate(data.get("paper", []), start=1):
+    for number, entry in enumerate(_paper_entries(data, source), start=1):
         papers.append(_paper_ref(entry, f"{source}: [[paper]] #{number}"))
         if papers[-1].arxiv_id in seen:
             raise CorpusError(
@@ -115,12 +115,52 @@ def _publish(table: object, source: str) -> Publish:
     return Publish(**table)
 
 
+def check_base_url(base_url: str, source: str = "base_url") -> None:
+    """The site lives at a path of its own host: a scheme, a host ("//cdn/") or ".." would load the
+    site's scripts from elsewhere or from nowhere."""
+    segments = base_url.split("/")[1:-1]
+    if (
+        not base_url.startswith("/")
+        or not base_url.endswith("/")
+        or base_url.startswith("//")
+        or not all(_BASE_URL_SEGMENT.fullmatch(s) and unquote(s) not in (".", "..") for s in segments)
+    ):
+        raise CorpusError(
+            f"{source}: base_url {base_url!r} must be an absolute path on the site's own host: "
+            "it must start and end with '/', without a scheme or host, '.' or '..' segments, spaces, "
+            "'?' or '#' (e.g. '/' or '/my-list/')"
+        )
+
+
+def _paper_entries(data: dict, source: str) -> list[dict]:
+    entries = data.get("paper", [])
+    if isinstance(entries, dict):
+        raise CorpusError(
+            f"{source}: [paper] must be written [[paper]] (double brackets), once before each entry"
+        )
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        found = (
+            f"a list of {', '.join(sorted({type(e).__name__ for e in entries}))}"
+            if isinstance(entries, list)
+            else f"a {type(entries).__name__}"
+        )
+        raise CorpusError(
+            f"{source}: 'paper' must be a list of [[paper]] tables, each with id = \"…\"; found {found}"
+        )
+    return entries
+
+
 def _paper_ref(entry: dict, where: str) -> PaperRef:
     unknown = set(entry) - PAPER_KEYS
     if unknown:
         raise CorpusError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(PAPER_KEYS)}")
     if "id" not in entry:
         raise CorpusError(f'{where}: missing id = "…" (an arXiv id such as 2005.11401)')
+    if not isinstance(entry["id"], str):
+        raise CorpusError(
+            f'{where}: id {entry["id"]!r} must be a string in quotes, e.g. id = "2005.11401" '
+            "(unquoted, TOML reads it as a number and may drop digits)"
+        )
     try:
         arxiv_id, version = split_arxiv_id(str(entry["id"]))
     except ValueError as exc:
@@ -131,7 +171,10 @@ def _paper_ref(entry: dict, where: str) -> PaperRef:
     tags = entry.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise CorpusError(f'{where}: tags must be a list of strings, e.g. tags = ["rag"]')
-    return PaperRef(arxiv_id=arxiv_id, version=pinned, tags=tuple(tags), note=str(entry.get("note", "")))
+    note = entry.get("note", "")
+    if not isinstance(note, str):
+        raise CorpusError(f'{where}: note must be a string in quotes, e.g. note = "why it matters"')
+    return PaperRef(arxiv_id=arxiv_id, version=pinned, tags=tuple(tags), note=note)
 
 
 def load_corpus(path: Path) -> Corpus:

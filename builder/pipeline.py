@@ -23,9 +23,11 @@ from tqdm import tqdm
 from builder import config
 from builder.models import Chunk, Failure, FetchedPaper, LockEntry, PaperMeta, ParsedPaper
 from builder.paths import resolve_model_dir
+from builder.sitedir import staged_site
 from builder.stages import chunk, embed, encoder, fetch, index, manifest, parse, postings, store
 from builder.stages.render import render_site
 from builder.stages.report import BuildReport, FlaggedPage, write_report
+from builder.workers import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,12 @@ def _parse_job(args: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
     arxiv_id = paper.meta.arxiv_id
     try:
         return parse_cached(paper, cache_dir)
+    except parse.DamagedPDF as exc:
+        if paper.source != "mirror":
+            return Failure(arxiv_id, "parse", exc.reason, exc.hint)
+        name = Path(paper.pdf_path).name  # the researcher's own folder: never ask them to delete from it
+        hint = f"put a good copy of pdf/{name} into the mirror, or remove the paper from the reading list"
+        return Failure(arxiv_id, "parse", exc.reason, hint)
     except parse.ParseError as exc:
         return Failure(arxiv_id, "parse", exc.reason, exc.hint)
     except Exception as exc:  # a PDF that breaks the parser must not break the build
@@ -135,7 +143,11 @@ def parse_papers(
     bar = dict(desc="parse", unit="paper", total=len(jobs), disable=not options.progress)
     with timed(report, "parse"):
         if options.jobs > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=min(options.jobs, len(jobs))) as pool:
+            with ProcessPoolExecutor(
+                max_workers=min(options.jobs, len(jobs)),
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 results = list(tqdm(pool.map(_parse_job, jobs), **bar))
         else:
             results = [_parse_job(job) for job in tqdm(jobs, **bar)]
@@ -255,7 +267,6 @@ def write_site_data(
     report: BuildReport,
 ) -> dict:
     """Every file the browser runtime loads, content-hashed, and the manifest that names them."""
-    store.clear_generated(out_dir)
     artifacts: list[store.Artifact] = []
     records, chunks, first = [], [], 0
     with timed(report, "index"):
@@ -265,7 +276,7 @@ def write_site_data(
                 "data/text",
                 store.safe_stem(paper.meta.arxiv_id),
                 ".json",
-                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks),
+                store.paper_text_file(paper.meta.arxiv_id, first, paper.chunks, paper.parsed.pages),
             )
             artifacts.append(text)
             records.append(
@@ -342,11 +353,40 @@ def update_lock(options: BuildOptions, papers: list[IngestedPaper]) -> None:
 
 
 def exit_code(report: BuildReport, strict: bool) -> int:
-    if report.listed and report.papers == 0:
+    if report.papers == 0:
         return 1
     if strict and report.failures:
         return 1
     return 0
+
+
+def published(report: BuildReport, options: BuildOptions) -> BuildReport:
+    """The report as the site shows it: the build machine's folders by role ("<mirror>/pdf/x.pdf"),
+    never its absolute paths; the terminal keeps the full ones."""
+    places = {
+        options.cache_dir: "<cache>",
+        options.corpus_path.parent: "<corpus folder>",
+        Path.cwd(): ".",
+        Path.home(): "~",
+    }
+    if options.mirror is not None:
+        places[options.mirror] = "<mirror>"
+    spelled = {}
+    for path, label in places.items():
+        for form in (path.absolute(), path.resolve()):
+            spelled.setdefault(str(form).rstrip("/"), label)
+
+    def hide(text: str) -> str:
+        for path in sorted(spelled, key=len, reverse=True):
+            if path:
+                text = text.replace(path, spelled[path])
+        return text
+
+    return replace(
+        report,
+        failures=[replace(f, reason=hide(f.reason), hint=hide(f.hint)) for f in report.failures],
+        flagged_pages=[replace(p, detail=hide(p.detail)) for p in report.flagged_pages],
+    )
 
 
 def load_corpus(options: BuildOptions) -> config.Corpus:
@@ -357,16 +397,17 @@ def load_corpus(options: BuildOptions) -> config.Corpus:
 
 
 def build(options: BuildOptions) -> tuple[BuildReport, int]:
+    """The site is written beside `out_dir` and swapped in whole (builder/sitedir.py); a build that
+    indexed no paper leaves the old site as it was."""
     corpus = load_corpus(options)
     result = ingest(corpus, options)
-    options.out_dir.mkdir(parents=True, exist_ok=True)
     if result.papers:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
-        site = write_site_data(
-            options.out_dir, result.papers, vectors, identity, corpus, options, result.report
-        )
-        with timed(result.report, "render"):  # HTML pages and the browser runtime (builder/stages/render.py)
-            render_site(options.out_dir, site, corpus.settings, result.report)
+        with staged_site(options.out_dir) as staging:
+            site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
+            # HTML pages and the browser runtime (builder/stages/render.py)
+            with timed(result.report, "render"):
+                render_site(staging, site, corpus.settings, published(result.report, options))
+            write_report(staging, published(result.report, options))
         update_lock(options, result.papers)
-    write_report(options.out_dir, result.report)
     return result.report, exit_code(result.report, options.strict)

@@ -163,8 +163,9 @@ def test_base_url_comes_from_the_repository_pages_path(workflow):
     assert config.normalize_base_url("") == "/"
     assert config.normalize_base_url("/reading-list") == "/reading-list/"
     assert config.normalize_base_url("/reading-list/") == "/reading-list/"
-    with pytest.raises(config.CorpusError, match="not a URL path"):
-        config.normalize_base_url("/a b/")
+    for bad in ("/a b/", "https://cdn.example/x", "/../up"):
+        with pytest.raises(config.CorpusError, match="absolute path on the site's own host"):
+            config.normalize_base_url(bad)
 
 
 def test_refresh_is_read_from_the_environment(monkeypatch):

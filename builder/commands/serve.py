@@ -9,15 +9,19 @@ Pyodide folder are cached for good; pages and manifest.json are revalidated on e
 
 from __future__ import annotations
 
+import errno
 import json
 import posixpath
 import re
+import sys
 import threading
 from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from builder.config import CorpusError, check_base_url
 
 MIME_TYPES = {
     ".wasm": "application/wasm",
@@ -36,13 +40,24 @@ HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+$")
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 
+class PortError(OSError):
+    """The port is taken (or reserved); the message says how to pick another."""
+
+
 def base_url_of(site_dir: Path) -> str:
+    """The manifest's base_url, checked as the build checks it: a damaged manifest must not send
+    visitors to another host."""
     manifest = Path(site_dir) / "manifest.json"
     if not manifest.exists():
         raise FileNotFoundError(
             f"{manifest} does not exist: build the site first (`python -m builder build`)"
         )
-    return json.loads(manifest.read_text(encoding="utf-8")).get("base_url", "/")
+    try:
+        base_url = json.loads(manifest.read_text(encoding="utf-8")).get("base_url", "/")
+    except (ValueError, AttributeError) as exc:
+        raise CorpusError(f"{manifest} is damaged ({exc}); build the site again") from exc
+    check_base_url(str(base_url), str(manifest))
+    return base_url
 
 
 class SiteHandler(SimpleHTTPRequestHandler):
@@ -57,6 +72,9 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def send_head(self):
         path = urlsplit(self.path).path
+        if "\x00" in unquote(path):  # no file name holds NUL; the file system calls would raise
+            self.send_error(HTTPStatus.BAD_REQUEST, "NUL in the path")
+            return None
         if path == "/" and self.base_url != "/":
             self.send_response(HTTPStatus.FOUND)
             self.send_header("Location", self.base_url)
@@ -93,12 +111,28 @@ class SiteHandler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class SiteServer(ThreadingHTTPServer):
+    """A browser that leaves mid-download (a closed tab, a cancelled fetch) is no error worth a traceback."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> ThreadingHTTPServer:
     """A server bound to 127.0.0.1 (port 0 picks a free one: see `server.server_address`)."""
     handler = partial(
         SiteHandler, directory=str(Path(site_dir).resolve()), base_url=base_url_of(site_dir), quiet=quiet
     )
-    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+    try:
+        return SiteServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise
+        raise PortError(
+            f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass --port with a free port, "
+            "or --port 0 to pick one"
+        ) from exc
 
 
 def serve_in_thread(site_dir: Path, port: int = 0) -> tuple[ThreadingHTTPServer, str]:

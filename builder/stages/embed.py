@@ -17,6 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,17 +229,32 @@ def text_key(chunk_id: str, text: str) -> str:
 
 
 class EmbeddingCache:
-    """Per-paper .npy + key list under <cache>/embeddings/<model key>/."""
+    """Per-paper .npy + key list under <cache>/embeddings/<model key>/.
+
+    A build writes a checkpoint of every batch it embeds (`checkpoints/*.npz`: paper ids, keys,
+    vectors), because a whole reading list takes many minutes to embed and the per-paper files are only
+    written at the end; a rerun after a kill finds those vectors through `load` and embeds only the rest.
+    """
 
     def __init__(self, cache_dir: Path, identity: ModelIdentity):
         self.folder = cache_dir / "embeddings" / identity.cache_key
+        self.checkpoints = self.folder / "checkpoints"
         self.dims = identity.dims
+        self._resumed: dict[str, dict[str, np.ndarray]] | None = None
 
     def _paths(self, arxiv_id: str) -> tuple[Path, Path]:
         stem = arxiv_id.replace("/", "_")
         return self.folder / f"{stem}.keys.json", self.folder / f"{stem}.npy"
 
     def load(self, arxiv_id: str) -> dict[str, np.ndarray]:
+        vectors = self._load_paper(arxiv_id)
+        resumed = self._checkpointed().get(arxiv_id)
+        if resumed:  # kept in the paper's own file at once, so the checkpoints can go when this build ends
+            vectors.update(resumed)
+            self.store(arxiv_id, list(vectors), np.stack(list(vectors.values())))
+        return vectors
+
+    def _load_paper(self, arxiv_id: str) -> dict[str, np.ndarray]:
         keys_path, vectors_path = self._paths(arxiv_id)
         if not (keys_path.exists() and vectors_path.exists()):
             return {}
@@ -252,6 +270,34 @@ class EmbeddingCache:
         np.save(vectors_path.with_suffix(".tmp.npy"), vectors.astype(np.float32))
         vectors_path.with_suffix(".tmp.npy").replace(vectors_path)
         keys_path.write_text(json.dumps(keys))
+
+    def checkpoint(self, arxiv_ids: list[str], keys: list[str], vectors: np.ndarray) -> None:
+        """Keep one batch of fresh vectors on disk at once (written whole or not at all)."""
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        path = self.checkpoints / f"{time.time_ns()}-{os.getpid()}.npz"
+        partial = path.with_suffix(".partial")
+        with open(partial, "wb") as handle:
+            np.savez(handle, ids=np.array(arxiv_ids), keys=np.array(keys), vectors=vectors.astype(np.float32))
+        partial.replace(path)
+
+    def clear_checkpoints(self) -> None:
+        shutil.rmtree(self.checkpoints, ignore_errors=True)
+        self._resumed = None
+
+    def _checkpointed(self) -> dict[str, dict[str, np.ndarray]]:
+        if self._resumed is None:
+            self._resumed = {}
+            for path in sorted(self.checkpoints.glob("*.npz")):
+                try:
+                    with np.load(path, allow_pickle=False) as data:
+                        ids, keys, vectors = data["ids"], data["keys"], data["vectors"]
+                except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                    continue  # a damaged checkpoint only means embedding those chunks again
+                if vectors.shape != (len(keys), self.dims) or len(ids) != len(keys):
+                    continue
+                for arxiv_id, key, vector in zip(ids.tolist(), keys.tolist(), vectors, strict=True):
+                    self._resumed.setdefault(arxiv_id, {})[key] = vector
+        return self._resumed
 
 
 @dataclass
@@ -282,9 +328,15 @@ def embed_papers(
     order = sorted(range(len(todo_texts)), key=lambda i: (-len(todo_texts[i]), i))
     fresh = np.zeros((len(todo_texts), cache.dims), dtype=np.float32)
     bar = tqdm(total=len(order), desc="embed", unit="chunk", disable=not progress or not order)
-    for start in range(0, len(order), batch_size * 8):
-        batch = order[start : start + batch_size * 8]
+    # One model batch at a time, each kept as a checkpoint: a kill loses at most one batch of work.
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
         fresh[batch] = encode(model, [todo_texts[i] for i in batch], batch_size)
+        cache.checkpoint(
+            [papers[todo[i][0]][0] for i in batch],
+            [keys[todo[i][0]][todo[i][1]] for i in batch],
+            fresh[batch],
+        )
         bar.update(len(batch))
     bar.close()
     computed: list[dict[str, np.ndarray]] = [{} for _ in papers]
@@ -300,5 +352,6 @@ def embed_papers(
         if computed[p]:
             cache.store(arxiv_id, keys[p], vectors)
         result.append(vectors)
+    cache.clear_checkpoints()
     stats.embedded, stats.reused = len(todo), sum(len(k) for k in keys) - len(todo)
     return result, stats

@@ -34,6 +34,10 @@ class ParseError(Exception):
         return f"{self.reason} — {self.hint}"
 
 
+class DamagedPDF(ParseError):
+    """The file itself is damaged (empty, cut off, not a PDF): a fresh copy fixes it."""
+
+
 # Ligatures and compatibility characters that split words for search. NFKC would also rewrite math
 # (superscripts, script letters), so only these are mapped.
 _CHAR_MAP = str.maketrans(
@@ -212,15 +216,15 @@ def _open_document(path: Path) -> pymupdf.Document:
         handle.seek(max(0, size - 2048))
         tail = handle.read()
     if size == 0:
-        raise ParseError(f"{path} is empty (0 bytes)", redownload)
+        raise DamagedPDF(f"{path} is empty (0 bytes)", redownload)
     if b"%PDF-" not in head:
-        raise ParseError(f"{path} is not a readable PDF (no %PDF- header; starts {head[:20]!r})", redownload)
+        raise DamagedPDF(f"{path} is not a readable PDF (no %PDF- header; starts {head[:20]!r})", redownload)
     if b"%%EOF" not in tail:
-        raise ParseError(f"{path} is truncated (no %%EOF marker at its end)", redownload)
+        raise DamagedPDF(f"{path} is truncated (no %%EOF marker at its end)", redownload)
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as error:  # MuPDF raises several types for damaged files
-        raise ParseError(f"{path} is not a readable PDF ({error})", redownload) from error
+        raise DamagedPDF(f"{path} is not a readable PDF ({error})", redownload) from error
     if doc.needs_pass:
         doc.close()
         raise ParseError(
@@ -229,7 +233,7 @@ def _open_document(path: Path) -> pymupdf.Document:
         )
     if doc.page_count == 0:
         doc.close()
-        raise ParseError(f"{path} has no pages", redownload)
+        raise DamagedPDF(f"{path} has no pages", redownload)
     return doc
 
 

@@ -5,8 +5,8 @@ can never serve stale data):
 - `data/papers.*.json`   paper metadata, sections, and where each paper's chunks sit;
 - `data/chunks.*.json`   the chunk table loaded at start: page span and section of every chunk
                          (columnar), enough to filter and cite without any chunk text;
-- `data/text/<id>.*.json` one file per paper with its chunks' ids, offsets and text, fetched when a
-                         result from that paper is shown;
+- `data/text/<id>.*.json` one file per paper with its chunks' ids, offsets and text, and each page's
+                         offsets, fetched when a result from that paper is shown or cited;
 - `data/postings.*.json`, `data/vectors.*.usearch`, `model/*`: the retrieval artifacts.
 A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
 postings and its key in the USearch file.
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.models import Chunk, PaperMeta
+from builder.models import Chunk, PageSpan, PaperMeta
 
 FORMAT_VERSION = 1
-GENERATED_DIRS = ("data", "model")
 
 
 @dataclass(frozen=True)
@@ -36,12 +34,6 @@ class Artifact:
 
 def compact_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def clear_generated(site_dir: Path) -> None:
-    """Old hashed files would pile up build after build; these folders are ours alone."""
-    for name in GENERATED_DIRS:
-        shutil.rmtree(site_dir / name, ignore_errors=True)
 
 
 def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> Artifact:
@@ -62,13 +54,16 @@ def year_of(meta: PaperMeta) -> int | None:
     return int(date[:4]) if date[:4].isdigit() else None
 
 
-def paper_text_file(arxiv_id: str, first: int, chunks: list[Chunk]) -> bytes:
+def paper_text_file(arxiv_id: str, first: int, chunks: list[Chunk], pages: list[PageSpan]) -> bytes:
+    """`pages` lists [page, start, end) of every page in the chunks' offsets, so a cited page's text can
+    be rebuilt from the chunks and a quote checked against exactly that page."""
     return compact_json(
         {
             "v": FORMAT_VERSION,
             "id": arxiv_id,
             "first": first,
             "chunks": [{"id": c.chunk_id, "s": c.char_start, "e": c.char_end, "t": c.text} for c in chunks],
+            "pages": [[p.page, p.start, p.end] for p in pages],
         }
     )
 

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from readingroom_core import answers
 from readingroom_core.browser import folder_reader, open_folder, open_site
 from readingroom_core.engine import SearchOptions
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -23,6 +24,8 @@ BROWSER_REQUEST = ("query", "k", "mode", "filters", "vector")  # what worker.js 
 def folders(request_json: str) -> str:
     """Host folders (a JSON list) the request reads, for the Node script to mount before `handle` runs."""
     request = json.loads(request_json)
+    if request["op"] == "verify":
+        return "[]"
     if request["op"] == "tokenize":
         return json.dumps(
             sorted({os.path.dirname(request["vocab"]), os.path.dirname(request["char_classes"])})
@@ -138,7 +141,26 @@ def profile(request: dict) -> dict:
     return {"per_query": by_mode}
 
 
-OPERATIONS = {"search": search, "browser": browser, "tokenize": tokenize, "bench": bench, "profile": profile}
+def evidence(request: dict) -> dict:
+    """The sources, page texts and prompt of each question, as the browser's Ask gets them."""
+    engine = open_folder(request["site"]).engine
+    return {"results": [answers.evidence(engine, case, case.get("vector")) for case in request["cases"]]}
+
+
+def verify(request: dict) -> dict:
+    """Citation checks of each answer against its evidence."""
+    return {"results": [answers.verify(case["answer"], case["evidence"]) for case in request["cases"]]}
+
+
+OPERATIONS = {
+    "search": search,
+    "browser": browser,
+    "tokenize": tokenize,
+    "bench": bench,
+    "profile": profile,
+    "evidence": evidence,
+    "verify": verify,
+}
 
 
 def handle(request_json: str) -> str:

@@ -11,6 +11,7 @@ after the import, must hold all the code a restored interpreter will run (the fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -33,6 +34,11 @@ Reader = Callable[[str], bytes]
 def as_bytes(data) -> bytes:
     """A reader's answer as bytes: in the worker, reads return a JavaScript Uint8Array (a JsProxy)."""
     return data.to_bytes() if hasattr(data, "to_bytes") else data
+
+
+def sha256_hex(data) -> str:
+    """The worker checks a paper text it reads synchronously with this: Web Crypto is async only."""
+    return hashlib.sha256(as_bytes(data)).hexdigest()
 
 
 def folder_reader(site_dir: str | os.PathLike) -> Reader:
@@ -122,8 +128,11 @@ class Site:
         return hit_json(hit, self.papers_by_id[hit.arxiv_id])
 
     def load_semantic(self) -> None:
-        """Vectors and tokenizer (in the browser the files were fetched, with progress, already)."""
-        self.engine.load_vectors()
+        """Vectors and tokenizer (in the browser the files were fetched, with progress, already).
+
+        The whole graph is checked here, once: a damaged one would otherwise load fine and then fail
+        every query that walks into the damage."""
+        self.engine.load_vectors().check_graph()
         files = self.manifest["files"]
         read = self.engine.read
         self.tokenizer = WordPieceTokenizer.from_data(

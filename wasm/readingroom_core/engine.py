@@ -305,7 +305,7 @@ class SearchEngine:
             )
         self._vectors: UsearchFile | None = None
         self._row_norms: dict[int, float] = {}
-        self._texts: dict[int, list[dict]] = {}
+        self._texts: dict[int, dict] = {}
 
     def _paper_of_each_chunk(self) -> list[int]:
         paper_of = [-1] * self.n_chunks
@@ -337,17 +337,21 @@ class SearchEngine:
             self._vectors = vectors
         return self._vectors
 
-    def chunk(self, doc_id: int) -> dict:
-        """The chunk's {"id", "s", "e", "t"} record, from its paper's text file (fetched once)."""
-        paper_index = self._paper_of[doc_id]
-        chunks = self._texts.get(paper_index)
-        if chunks is None:
+    def text_file(self, paper_index: int) -> dict:
+        """The paper's text file ({"id", "first", "chunks", "pages"}), fetched once."""
+        data = self._texts.get(paper_index)
+        if data is None:
             paper = self.papers[paper_index]
             data = _load_json(self.read(paper["text"]), paper["text"])
             if data["first"] != paper["chunks"][0] or len(data["chunks"]) != paper["chunks"][1]:
                 raise ValueError(f"{paper['text']} does not hold the chunks the papers file lists")
-            chunks = self._texts[paper_index] = data["chunks"]
-        return chunks[doc_id - self.papers[paper_index]["chunks"][0]]
+            self._texts[paper_index] = data
+        return data
+
+    def chunk(self, doc_id: int) -> dict:
+        """The chunk's {"id", "s", "e", "t"} record, from its paper's text file (fetched once)."""
+        paper_index = self._paper_of[doc_id]
+        return self.text_file(paper_index)["chunks"][doc_id - self.papers[paper_index]["chunks"][0]]
 
     # --- search ----------------------------------------------------------------------------------------
 

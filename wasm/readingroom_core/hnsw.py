@@ -148,6 +148,7 @@ class UsearchFile:
         if rows and not (0 <= entry < rows and 0 <= max_level == max(levels)):
             raise UsearchFormatError("graph entry point or top level is out of range; the file is corrupted")
         self._node_offsets = offsets
+        self._levels = levels
         self.keys = tuple(struct.unpack_from("<Q", data, at)[0] for at in offsets)
 
     def _row_norms(self) -> tuple[list[float], list[int]]:
@@ -182,6 +183,15 @@ class UsearchFile:
         if count and max(neighbors) >= self.size:
             raise UsearchFormatError(f"node {slot} links to a slot past the end; the file is corrupted")
         return neighbors
+
+    def check_graph(self) -> None:
+        """Every node's neighbour lists, on every level it has, within their capacity and the index."""
+        for slot, at in enumerate(self._node_offsets):
+            (level,) = struct.unpack_from("<h", self._data, at + 8)
+            if level != self._levels[slot] or not 0 <= level <= self._max_level:
+                raise UsearchFormatError(f"node {slot} claims level {level}; the file is corrupted")
+            for each in range(level + 1):
+                self._neighbors(slot, each)
 
     def _check_query(self, query: Sequence[float]) -> None:
         if len(query) != self.dimensions:

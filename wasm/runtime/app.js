@@ -12,6 +12,7 @@ const worker = new Worker(config.worker, { type: "module" });
 const state = {
   keyword: false,
   semantic: false,
+  semantic_error: null, // why semantic search is off (damaged site data, say); keyword search goes on
   loading: "starting",
   bytes: 0,
   kinds: {},
@@ -46,9 +47,15 @@ worker.onmessage = ({ data }) => {
     state[data.which] = true;
     if (data.which === "keyword") resolveReady();
     if (data.which === "semantic") {
+      state.checksums_ms = data.checksums_ms; // time spent checking the data files' sha256 at start
       state.loading = null;
       resolveSemantic();
     }
+  } else if (data.type === "semantic_failed") {
+    state.semantic = false;
+    state.semantic_error = data.error;
+    state.loading = null;
+    rejectSemantic(new Error(data.error));
   } else if (data.type === "failed") {
     state.error = `${data.stage}: ${data.error}`;
     state.loading = null;
@@ -297,7 +304,9 @@ function megabytes(bytes) {
 }
 
 function drawStatus() {
-  if (state.error && state.keyword) {
+  if (state.semantic_error && state.keyword) {
+    statusLine.textContent = `Keyword search only: semantic search is unavailable (${state.semantic_error}).`;
+  } else if (state.error && state.keyword) {
     statusLine.textContent = `Keyword search ready; semantic search could not load (${state.error}).`;
   } else if (state.error) {
     statusLine.textContent = `Search could not load (${state.error}). Try reloading the page.`;
@@ -322,7 +331,7 @@ function offerRerank() {
 }
 
 listeners.add((message) => {
-  if (message.type === "progress" || message.type === "ready" || message.type === "failed") drawStatus();
+  if (["progress", "ready", "failed", "semantic_failed"].includes(message.type)) drawStatus();
   if (message.type === "ready" && message.which === "semantic") offerRerank();
 });
 

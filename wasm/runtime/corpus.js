@@ -15,8 +15,9 @@ function matches(row) {
   const { title, authors, arxivId, year, categories, tags } = row.dataset;
   if (text && !`${title} ${authors} ${arxivId}`.includes(text)) return false;
   if (controls.year.value && year !== controls.year.value) return false;
-  if (controls.cat.value && !categories.split(" ").includes(controls.cat.value)) return false;
-  return !controls.tag.value || tags.split(" ").includes(controls.tag.value);
+  // JSON lists, since a tag may hold spaces ("deep learning")
+  if (controls.cat.value && !JSON.parse(categories).includes(controls.cat.value)) return false;
+  return !controls.tag.value || JSON.parse(tags).includes(controls.tag.value);
 }
 
 function applyFilters() {

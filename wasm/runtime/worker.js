@@ -4,11 +4,20 @@
 // Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters}
 // Messages out: {type: "progress", stage, bytes, kinds, timeline, python_start},
 //               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
-//               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error}
+//               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error},
+//               {type: "semantic_failed", error}: semantic search is off for good, keyword search goes on
+//
+// Every data file is checked against the sha256 the manifest gives it before it is used (Web Crypto for
+// the files fetched at start, the core's hashlib for paper texts read later, synchronously): a damaged
+// or tampered file must fail loudly, never give silent garbage. Errors reach the page as one line; the
+// details (a Python traceback, say) go to the console only.
 
 const PROGRESS_INTERVAL_MS = 200;
 let config;
+let core; // the readingroom_core.browser module
 let site; // readingroom_core.browser.Site: the worker's one handle on the search core
+const expectedSha256 = new Map(); // site path -> sha256 hex, from the manifest's artifacts
+let verifyMs = 0; // time spent checking checksums at start-up (reported in the timeline)
 let ort;
 let session;
 let semanticReady = false;
@@ -70,8 +79,55 @@ async function fetchBytes(url, kind) {
   return bytes;
 }
 
+function hex(buffer) {
+  return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+function checkDigest(path, actual) {
+  const expected = expectedSha256.get(path);
+  if (expected === undefined) throw new Error(`${path} is not listed in manifest.json; the site is damaged`);
+  if (actual !== expected) {
+    throw new Error(`${path} does not match its checksum in manifest.json; the site's data is damaged`);
+  }
+}
+
+async function verified(path, bytes) {
+  const started = performance.now();
+  checkDigest(path, hex(await crypto.subtle.digest("SHA-256", bytes)));
+  verifyMs += performance.now() - started;
+  return bytes;
+}
+
 async function prefetch(path, kind) {
-  prefetched.set(path, await fetchBytes(config.base + path, kind));
+  prefetched.set(path, await verified(path, await fetchBytes(config.base + path, kind)));
+}
+
+// One line for the visitor: a Python error's message is its whole traceback, whose last line says what.
+function oneLine(error) {
+  const text = String(error && error.message ? error.message : error);
+  const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
+  const last = lines.length ? lines[lines.length - 1] : "unknown error";
+  return last.length > 300 ? last.slice(0, 297) + "..." : last;
+}
+
+async function loadManifest() {
+  let response;
+  try {
+    response = await fetch(config.manifest, { cache: "no-cache" });
+  } catch {
+    throw new Error("manifest.json could not be fetched; check the connection and reload");
+  }
+  if (!response.ok) throw new Error(`manifest.json is missing (HTTP ${response.status}); the site is not fully published`);
+  const text = await response.text();
+  let manifest;
+  try {
+    manifest = JSON.parse(text);
+  } catch {
+    throw new Error("manifest.json is damaged (not JSON); rebuild and publish the site again");
+  }
+  for (const artifact of manifest.artifacts || []) expectedSha256.set(artifact.path, artifact.sha256);
+  count("data", text.length);
+  return text;
 }
 
 // The engine reads lazily (a paper's text when one of its passages is shown) and synchronously, as
@@ -88,7 +144,9 @@ function readSync(path) {
   request.send();
   if (request.status !== 200) throw new Error(`${path}: HTTP ${request.status}`);
   count("text", request.response.byteLength);
-  return new Uint8Array(request.response);
+  const bytes = new Uint8Array(request.response);
+  checkDigest(path, core.sha256_hex(bytes));
+  return bytes;
 }
 
 function countResources(prefix, kind) {
@@ -184,16 +242,16 @@ async function startPython(fetchWheel) {
 // Python, the core wheel, the manifest and the keyword index all download at once.
 async function startKeyword() {
   setStage("Loading the Python runtime and the keyword index");
-  const manifestText = fetch(config.manifest, { cache: "no-cache" }).then((response) => response.text());
+  const manifestText = loadManifest();
   const indexFiles = manifestText.then((text) => {
-    count("data", text.length);
     const { files } = JSON.parse(text);
     return Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]);
   }).then(() => mark("keyword_data_fetched"));
   const fetchWheel = () => fetchBytes(config.wheel, "runtime");
   const [pyodide, text] = await Promise.all([startPython(fetchWheel), manifestText, indexFiles]);
   setStage("Starting keyword search");
-  site = pyodide.pyimport("readingroom_core.browser").open_site(readSync, text);
+  core = pyodide.pyimport("readingroom_core.browser");
+  site = core.open_site(readSync, text);
   mark("keyword_ready");
   resolveKeyword();
   self.postMessage({ type: "ready", which: "keyword" });
@@ -204,7 +262,7 @@ async function startSemantic(manifest) {
   setStage("Loading the semantic model and vectors");
   const { files } = manifest;
   const [model] = await Promise.all([
-    fetchBytes(config.base + files.encoder, "model"),
+    fetchBytes(config.base + files.encoder, "model").then((bytes) => verified(files.encoder, bytes)),
     prefetch(files.vectors, "vectors"),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
@@ -222,11 +280,11 @@ async function startSemantic(manifest) {
   });
   countResources(new URL(config.ort_wasm.wasm, self.location.href).href, "runtime");
   mark("encoder_started");
-  site.load_semantic();
+  site.load_semantic(); // also checks the graph's structure (readingroom_core/hnsw.py check_graph)
   mark("semantic_ready");
   semanticReady = true;
   setStage("ready");
-  self.postMessage({ type: "ready", which: "semantic" });
+  self.postMessage({ type: "ready", which: "semantic", checksums_ms: verifyMs });
 }
 
 async function embed(query) {
@@ -241,16 +299,38 @@ async function embed(query) {
   return Array.from(outputs[session.outputNames[0]].data);
 }
 
+let semanticError = null; // why semantic search is off for good (a failed load or query)
+
+function semanticFailed(error) {
+  console.error("Semantic search is off; keyword search goes on:", error);
+  semanticReady = false;
+  semanticError = oneLine(error);
+  self.postMessage({ type: "semantic_failed", error: semanticError });
+}
+
 async function search({ id, query, k, mode, filters }) {
   await keywordReady;
-  const wantsVector = semanticReady && mode !== "bm25";
   if (mode === "dense" && !semanticReady) {
-    return { id, error: "Semantic search is still loading; use keyword or hybrid mode for now." };
+    const why = semanticError ? "is unavailable on this site" : "is still loading";
+    return { id, error: `Semantic search ${why}; use keyword or hybrid mode.` };
   }
+  const keywordOnly = () => JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector: null })));
   const started = performance.now();
-  const vector = wantsVector ? await embed(query) : null;
+  let vector = null;
+  let reply;
+  if (semanticReady && mode !== "bm25") {
+    try {
+      vector = await embed(query);
+      reply = JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector })));
+    } catch (error) {
+      reply = keywordOnly(); // throws when keyword search fails too: then the fault is not the semantic side's
+      semanticFailed(error);
+      vector = null;
+      if (mode === "dense") return { id, error: "Semantic search is unavailable on this site; use keyword or hybrid mode." };
+    }
+  }
   const embedded = performance.now();
-  const reply = JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector })));
+  if (!reply) reply = keywordOnly();
   const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded };
   return { id, ...reply, semantic: vector !== null, timings };
 }
@@ -259,19 +339,27 @@ self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     mark("worker_started");
     config = data.config;
+    let manifest;
     try {
-      const manifest = await startKeyword();
-      await startSemantic(manifest);
-      await saveSnapshot();
+      manifest = await startKeyword();
     } catch (error) {
-      self.postMessage({ type: "failed", error: String(error && error.message ? error.message : error), stage });
+      console.error("Search could not start:", error);
+      self.postMessage({ type: "failed", error: oneLine(error), stage });
+      return;
     }
+    try {
+      await startSemantic(manifest);
+    } catch (error) {
+      semanticFailed(error);
+    }
+    await saveSnapshot();
   } else if (data.type === "search") {
     let reply;
     try {
       reply = await search(data);
     } catch (error) {
-      reply = { id: data.id, error: String(error && error.message ? error.message : error) };
+      console.error("Search failed:", error);
+      reply = { id: data.id, error: oneLine(error) };
     }
     self.postMessage({ type: "result", ...reply });
   }

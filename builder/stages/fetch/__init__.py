@@ -38,6 +38,7 @@ from builder.stages.fetch.download import Fatal, GaveUp, Network, short_error
 from builder.stages.fetch.sources import (
     VERSION_RE,
     Cache,
+    MetadataError,
     Mirror,
     MirrorEntry,
     cache_paper_dir,
@@ -221,7 +222,11 @@ class _Fetcher:
         else:
             wanted = _Wanted(ref, None, "")
 
-        mirrored = self.mirror.entry(arxiv_id) if self.mirror is not None else None
+        mirror_problem = None
+        try:
+            mirrored = self.mirror.entry(arxiv_id) if self.mirror is not None else None
+        except MetadataError as err:
+            mirrored, mirror_problem = None, str(err)
         if wanted.version:
             cached = self.cache.get(arxiv_id, wanted.version)
             if cached is not None:
@@ -242,11 +247,22 @@ class _Fetcher:
                 self._accept(ref, cached[0], cached[1], "cache")
                 return None
 
-        if self.options.offline:
-            what = f"{arxiv_id}{wanted.version}" if wanted.version else arxiv_id
+        if mirror_problem:
             self._fail(
                 arxiv_id,
-                f"{what} is not in the cache and --offline was given",
+                mirror_problem,
+                "correct that field in the mirror's file, or fetch online (without --mirror); "
+                "the other papers were built",
+            )
+            return None
+        if self.options.offline:
+            what = f"{arxiv_id}{wanted.version}" if wanted.version else arxiv_id
+            damaged = self.cache.problems.get(arxiv_id)
+            self._fail(
+                arxiv_id,
+                f"{damaged}; --offline was given"
+                if damaged
+                else f"{what} is not in the cache and --offline was given",
                 "run without --offline, or pass --mirror DIR",
             )
             return None

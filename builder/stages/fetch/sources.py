@@ -4,6 +4,11 @@ Cache: `<cache_dir>/papers/<id>/<version>/paper.pdf` + `meta.json`; meta.json is
 PDF, so an entry with both is complete and never fetched again (a killed build resumes there).
 Mirror: `pdf/<id>.pdf` + `meta/<id>.json` (laid out like ../shared/arxiv-mirror), used in place; its
 meta may carry the PDF's sha256, which is checked before the file is used.
+
+Metadata records from disk are checked before they become a `PaperMeta`: a mirror's meta is written
+by people or scripts and a cache entry can be damaged, so a wrong type costs one failure line naming
+the file and the field, never a traceback later or a mangled page ("authors": "Alice Smith" shown
+as "A, l, i, c, e"). A missing or null optional field reads as empty.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,105 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+_OPTIONAL_TEXT = ("abstract", "primary_category", "published", "comment", "doi", "journal_ref")
+
+
+class MetadataError(ValueError):
+    """A metadata file that cannot be used; the message names the file and the field."""
+
+
+def load_record(path: Path, where: str) -> dict[str, Any]:
+    """The JSON object in `path` (`where` names it for people); OSError passes through."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise MetadataError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except ValueError as err:
+        raise MetadataError(f"{where} is not valid JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise MetadataError(f"{where} must hold one JSON object {{…}}, not {_describe(data)}")
+    return data
+
+
+def meta_from_mirror(data: Mapping[str, Any], arxiv_id: str, where: str) -> PaperMeta:
+    """A mirror record (`version_date` is the date of this version)."""
+    updated = "version_date" if data.get("version_date") is not None else "updated"
+    return PaperMeta(
+        arxiv_id=arxiv_id,
+        version=_version(data, where),
+        title=clean(_text(data, "title", where, required=True)),
+        authors=_strings(data, "authors", where),
+        categories=_strings(data, "categories", where),
+        updated=_text(data, updated, where),
+        **{key: _text(data, key, where) for key in _OPTIONAL_TEXT},
+    )
+
+
+def meta_from_cache(data: Mapping[str, Any], where: str) -> PaperMeta:
+    """A cache record, as `Cache.complete` wrote it (the fields of `PaperMeta`)."""
+    withdrawn = data.get("withdrawn", False)
+    if not isinstance(withdrawn, bool):
+        raise MetadataError(f"{where}: 'withdrawn' must be true or false, not {_describe(withdrawn)}")
+    return PaperMeta(
+        arxiv_id=_text(data, "arxiv_id", where, required=True),
+        version=_version(data, where),
+        title=_text(data, "title", where, required=True),
+        authors=_strings(data, "authors", where),
+        categories=_strings(data, "categories", where),
+        updated=_text(data, "updated", where),
+        withdrawn=withdrawn,
+        **{key: _text(data, key, where) for key in _OPTIONAL_TEXT},
+    )
+
+
+def _text(data: Mapping[str, Any], key: str, where: str, required: bool = False) -> str:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise MetadataError(f"{where}: {key!r} is missing")
+        return ""
+    if not isinstance(value, str):
+        raise MetadataError(f"{where}: {key!r} must be a string, not {_describe(value)}")
+    if required and not value.strip():
+        raise MetadataError(f"{where}: {key!r} is empty")
+    return value
+
+
+def _version(data: Mapping[str, Any], where: str) -> str:
+    value = data.get("version")
+    if not isinstance(value, str) or not VERSION_RE.fullmatch(value):
+        raise MetadataError(f"{where}: 'version' must be a string such as \"v1\", not {_describe(value)}")
+    return value
+
+
+def _strings(data: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise MetadataError(
+            f'{where}: {key!r} must be a list of strings such as ["…", "…"], not {_describe(value)}'
+        )
+    return value
+
+
+def _describe(value: Any) -> str:
+    """A JSON value as a person would name it, with a short excerpt."""
+    kind = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
+    if value is None:
+        return kind
+    shown = json.dumps(value, ensure_ascii=False)
+    return f"{kind} ({shown if len(shown) <= 40 else shown[:37] + '…'})"
+
+
 def cache_paper_dir(cache_dir: Path, arxiv_id: str, version: str) -> Path:
     """`<cache_dir>/papers/<id with '/' replaced by '_'>/<version>`."""
     return Path(cache_dir) / "papers" / file_id(arxiv_id) / version
@@ -52,21 +156,16 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def _read_meta(path: Path) -> PaperMeta | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        known = {f.name for f in fields(PaperMeta)}
-        return PaperMeta(**{k: v for k, v in data.items() if k in known})
-    except (OSError, ValueError, TypeError) as err:
-        log.warning("ignoring unreadable cache entry %s: %s", path, err)
-        return None
-
-
 class Cache:
-    """Papers fetched by earlier runs, by id and version."""
+    """Papers fetched by earlier runs, by id and version.
+
+    A damaged entry counts as absent (fetching again repairs it); `problems` keeps why, by id, for
+    the failure line when nothing else can provide the paper.
+    """
 
     def __init__(self, cache_dir: Path):
         self.cache_dir = Path(cache_dir)
+        self.problems: dict[str, str] = {}
 
     def paper_dir(self, arxiv_id: str, version: str) -> Path:
         return cache_paper_dir(self.cache_dir, arxiv_id, version)
@@ -76,8 +175,14 @@ class Cache:
         pdf, meta_path = folder / "paper.pdf", folder / "meta.json"
         if not (pdf.is_file() and meta_path.is_file()):
             return None
-        meta = _read_meta(meta_path)
-        if meta is None or meta.arxiv_id != arxiv_id or meta.version != version:
+        where = f"the cached {meta_path.relative_to(self.cache_dir).as_posix()}"
+        try:
+            meta = meta_from_cache(load_record(meta_path, where), where)
+        except MetadataError as err:
+            log.warning("ignoring a damaged cache entry: %s", err)
+            self.problems[arxiv_id] = str(err)
+            return None
+        if meta.arxiv_id != arxiv_id or meta.version != version:
             return None
         return meta, pdf
 
@@ -102,24 +207,6 @@ class Cache:
         _write_json(folder / "meta.json", asdict(meta))
 
 
-def meta_from_mirror(data: Mapping[str, Any], arxiv_id: str) -> PaperMeta:
-    """Map a mirror's `meta/<id>.json` to `PaperMeta` (`version_date` is the date of this version)."""
-    return PaperMeta(
-        arxiv_id=arxiv_id,
-        version=str(data.get("version") or ""),
-        title=clean(str(data.get("title") or "")),
-        authors=[str(a) for a in data.get("authors") or []],
-        abstract=str(data.get("abstract") or ""),
-        categories=[str(c) for c in data.get("categories") or []],
-        primary_category=str(data.get("primary_category") or ""),
-        published=str(data.get("published") or ""),
-        updated=str(data.get("version_date") or data.get("updated") or ""),
-        comment=str(data.get("comment") or ""),
-        doi=str(data.get("doi") or ""),
-        journal_ref=str(data.get("journal_ref") or ""),
-    )
-
-
 @dataclass(frozen=True)
 class MirrorEntry:
     meta: PaperMeta
@@ -134,16 +221,14 @@ class Mirror:
         self.folder = Path(folder)
 
     def entry(self, arxiv_id: str) -> MirrorEntry | None:
+        """The mirror's copy, None when it has none; MetadataError when its metadata is unusable."""
         name = file_id(arxiv_id)
         pdf, meta = self.folder / "pdf" / f"{name}.pdf", self.folder / "meta" / f"{name}.json"
         if not (pdf.is_file() and meta.is_file()):
             return None
-        try:
-            data = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            log.warning("ignoring unreadable mirror metadata %s: %s", meta, err)
-            return None
-        return MirrorEntry(meta_from_mirror(data, arxiv_id), pdf, str(data.get("pdf_sha256") or ""))
+        where = f"the mirror's meta/{name}.json"
+        data = load_record(meta, where)
+        return MirrorEntry(meta_from_mirror(data, arxiv_id, where), pdf, _text(data, "pdf_sha256", where))
 
     @staticmethod
     def damage(entry: MirrorEntry) -> str | None:

@@ -1,0 +1,207 @@
+"""`python -m builder ask`: a cited answer from an LLM provider, with every citation checked.
+
+The same evidence selection, prompt and verification as the site's Ask (`readingroom_core.answers`,
+`readingroom_core.citations`) under CPython, the query embedded by the site's ONNX encoder as `query`
+does, so the whole flow can be tried against any provider or a local server without a browser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from builder.paths import DEFAULT_OUT
+
+DESCRIPTION = """\
+Retrieves passages from the built site (hybrid search, one passage per page, spread over papers), fits
+them to a prompt token budget, asks the chosen model to answer from them only, streams the answer, and
+then checks every citation against the cited page's text.
+
+The model is asked to cite each claim as [arXiv:ID p.N "short verbatim quote"]. A citation is
+verified when the paper was a source, the page lies in that source's pages and the quote occurs on the
+page (ignoring case, spacing, punctuation, ligatures and hyphenation); otherwise it is reported as
+invented, page not found, quote not found or without a quote, and sentences without any citation are
+listed as uncited claims.
+
+The API key is read from the environment, never from the command line: READINGROOM_API_KEY, or
+OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY for the chosen provider. A local server
+(--base-url on 127.0.0.1 or localhost) may need no key.
+
+Examples:
+  OPENAI_API_KEY=... python -m builder ask "How does LoRA cut trainable parameters?" --model gpt-4o-mini
+  python -m builder ask "What is RAG?" --provider openai --base-url http://127.0.0.1:11434/v1 --model llama3.1
+  ANTHROPIC_API_KEY=... python -m builder ask "..." --provider anthropic --model claude-sonnet-4-5
+  python -m builder ask "What is RAG?" --prompt-only        # print the prompt to paste anywhere
+"""
+
+STATUS_MARKS = {
+    "verified": "verified",
+    "invented": "INVENTED",
+    "page_not_found": "PAGE NOT FOUND",
+    "quote_not_found": "QUOTE NOT FOUND",
+    "no_quote": "NO QUOTE",
+}
+
+
+def add_ask_command(subparsers) -> argparse.ArgumentParser:
+    from builder.providers import DEFAULT_MAX_TOKENS, PROVIDERS
+    from readingroom_core.answers import CANDIDATES, DEFAULT_BUDGET
+
+    parser = subparsers.add_parser(
+        "ask",
+        help="answer a question from the site's papers with an LLM, and check every citation",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("question", metavar="QUESTION")
+    parser.add_argument("--site", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
+    parser.add_argument("--provider", choices=PROVIDERS, default="openai", help="API shape (default: openai)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the API's base URL (default: the provider's own; OpenAI-compatible servers end in /v1)",
+    )
+    parser.add_argument("--model", metavar="NAME", help="the model name the provider knows (required to ask)")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=DEFAULT_BUDGET,
+        metavar="TOKENS",
+        help=f"most prompt tokens (counted conservatively; default: {DEFAULT_BUDGET})",
+    )
+    parser.add_argument(
+        "--k", type=int, default=CANDIDATES, help=f"passages retrieved before fitting (default: {CANDIDATES})"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help=f"longest answer, for Anthropic (default: {DEFAULT_MAX_TOKENS})",
+    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the provider")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    parser.add_argument(
+        "--prompt-only",
+        action="store_true",
+        help="print the prompt with its sources and stop (no key needed)",
+    )
+    return parser
+
+
+def api_key(provider: str, base_url: str) -> str | None:
+    """The key from the environment; "" for a loopback server without one; None when one is missing."""
+    from builder.providers import KEY_VARIABLES, is_loopback
+
+    for variable in KEY_VARIABLES[provider]:
+        if os.environ.get(variable):
+            return os.environ[variable]
+    return "" if is_loopback(base_url) else None
+
+
+def run_ask_command(args: argparse.Namespace) -> int:
+    from builder.evaluation.evaluate import query_encoder
+    from builder.providers import (
+        DEFAULT_BASE_URLS,
+        KEY_VARIABLES,
+        ProviderError,
+        build_request,
+        stream_answer,
+    )
+    from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence, verify
+    from readingroom_core.browser import open_folder
+    from readingroom_core.engine import embedding_text
+
+    base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
+    key = None if args.prompt_only else api_key(args.provider, base_url)
+    if not args.prompt_only and not args.model:
+        print("error: --model is required to ask (or use --prompt-only)", file=sys.stderr)
+        return 2
+    if key is None and not args.prompt_only:
+        variables = " or ".join(KEY_VARIABLES[args.provider])
+        print(f"error: no API key: set {variables} in the environment", file=sys.stderr)
+        return 2
+    site = open_folder(args.site)
+    engine = site.engine
+    vector = query_encoder(args.site, site.manifest).encode([embedding_text(retrieval_query(args.question))])[
+        0
+    ]
+    try:
+        found = select_evidence(engine, args.question, vector, budget=args.budget, k=args.k)
+    except (PromptTooLong, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    evidence = found.to_dict()
+    if args.prompt_only:
+        print(found.prompt.text)
+        return 0
+    out = sys.stdout
+    if not args.json:
+        print(
+            f"{len(found.sources)} sources, {found.prompt_tokens} of {found.budget} prompt tokens:", file=out
+        )
+        for source in found.sources:
+            section = f" \u2014 {source.section}" if source.section else ""
+            print(f"  [{source.n}] arXiv:{source.arxiv_id} {source.label}  {source.title}{section}", file=out)
+        print(file=out, flush=True)
+    request = build_request(args.provider, base_url, args.model, found.prompt, key, args.max_tokens)
+    pieces: list[str] = []
+
+    def waiting(seconds: float) -> None:
+        print(
+            f"rate limited; waiting {seconds:g} s as the provider asks, then trying once more",
+            file=sys.stderr,
+        )
+
+    try:
+        for piece in stream_answer(request, args.model, key, timeout=args.timeout, on_wait=waiting):
+            pieces.append(piece)
+            if not args.json:
+                out.write(piece)
+                out.flush()
+    except ProviderError as exc:
+        if pieces and not args.json:
+            print(file=out)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    answer = "".join(pieces)
+    checked = verify(answer, evidence)
+    if args.json:
+        print(
+            json.dumps(
+                {"question": args.question, "answer": answer, **checked, **_sources(evidence)}, indent=1
+            )
+        )
+        return 0
+    print("\n", file=out)
+    print(report(checked), file=out)
+    return 0
+
+
+def _sources(evidence: dict) -> dict:
+    return {
+        "sources": evidence["sources"],
+        "prompt_tokens": evidence["prompt_tokens"],
+        "budget": evidence["budget"],
+    }
+
+
+def report(checked: dict) -> str:
+    """The verification summary, then one line per citation and per uncited claim."""
+    lines = [checked["summary"]]
+    for citation in checked["citations"]:
+        pages = f"p.{citation['page']}"
+        if citation["page_end"] != citation["page"]:
+            pages = f"pp.{citation['page']}-{citation['page_end']}"
+        source = f" (source {citation['source']})" if citation["source"] else ""
+        reason = f": {citation['reason']}" if citation["reason"] else ""
+        lines.append(
+            f"  {STATUS_MARKS[citation['status']]:16s} [arXiv:{citation['arxiv_id']} {pages}]{source} "
+            f"\u201c{citation['quote']}\u201d{reason}"
+        )
+    if checked["uncited"]:
+        lines.append(f"{len(checked['uncited'])} claim(s) without a citation:")
+        lines += [f"  UNCITED          {claim['text']}" for claim in checked["uncited"]]
+    return "\n".join(lines)

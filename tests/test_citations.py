@@ -1,0 +1,247 @@
+"""Citation parsing and verification on the hard cases, in CPython and (pyodide-marked) in Pyodide.
+
+The evidence below has the shape `readingroom_core.answers.evidence()` returns; its page texts carry
+what PDF text really holds: ligatures (ﬁ, ﬂ), a word hyphenated at a line break, a word hyphenated across
+a page break, typographic quotes and dashes.
+"""
+
+import pytest
+from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
+
+from builder.stages.runtime import build_core_wheel
+from readingroom_core.answers import verify
+from readingroom_core.citations import find_quote, parse_citations
+
+SURVEY, RAG = "2312.10997", "2005.11401"
+PAGE_7 = (
+    "Large language models face hallucination and outdated knowledge. Retrieval-Augmented Generation (RAG) "
+    "has emerged as a promising solution by incorporating knowledge from external databases. The Naive RAG "
+    "paradigm follows a traditional process that includes indexing, retrieval, and gene-"
+)
+PAGE_8 = (
+    "ration, also known as a \u201cRetrieve\u2013Read\u201d framework. Indexing starts with the cleaning "
+    "and extraction of raw data in diverse formats like PDF, HTML, Word, and Markdown."
+)
+PAGE_10 = (
+    "The \ufb01ne-tuning of the retriever lets it adapt to \ufb02exible domain data. Dur-\ning retrieval, "
+    "the system computes similarity scores between the query vector and the vectors of chunks."
+)
+PAGE_3 = (
+    "We endow pre-trained, parametric-memory generation models with a non-parametric memory through a "
+    "general-purpose fine-tuning approach which we refer to as retrieval-augmented generation (RAG)."
+)
+EVIDENCE = {
+    "sources": [
+        {"n": 1, "arxiv_id": SURVEY, "page_start": 7, "page_end": 8, "text": PAGE_7 + "\n\n" + PAGE_8},
+        {"n": 2, "arxiv_id": SURVEY, "page_start": 10, "page_end": 10, "text": PAGE_10},
+        {"n": 3, "arxiv_id": RAG, "page_start": 3, "page_end": 3, "text": PAGE_3},
+    ],
+    "pages": {
+        SURVEY: {
+            "6": "Figure 1 shows the timeline.",
+            "7": PAGE_7,
+            "8": PAGE_8,
+            "9": "Table 1.",
+            "10": PAGE_10,
+        },
+        RAG: {"2": "Introduction.", "3": PAGE_3, "4": "Results."},
+    },
+}
+Q_SURVEY = "has emerged as a promising solution by incorporating knowledge from external databases"
+Q_RAG = "a non-parametric memory through a general-purpose fine-tuning approach"
+Q_P8 = "Indexing starts with the cleaning and extraction of raw data"
+
+# (name, answer, expected status of each citation in order, expected uncited sentences)
+CASES = [
+    (
+        "two citations in one sentence",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7 "{Q_SURVEY}"] [arXiv:{RAG} p.3 "{Q_RAG}"].',
+        ["verified", "verified"],
+        [],
+    ),
+    (
+        "two citations in one bracket",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7 "{Q_SURVEY}"; arXiv:{RAG} p.3 "{Q_RAG}"].',
+        ["verified", "verified"],
+        [],
+    ),
+    (
+        "page range with an en dash and typographic quotes",
+        f"Indexing cleans raw data first [arXiv:{SURVEY} pp. 7\u20138: \u201c{Q_P8}\u201d].",
+        ["verified"],
+        [],
+    ),
+    (
+        "quote across a page break, hyphenated across it",
+        f'Naive RAG is retrieve-then-read [arXiv:{SURVEY} p.7 "includes indexing, retrieval, and generation, '
+        'also known as a"].',
+        ["verified"],
+        [],
+    ),
+    (
+        "ligatures and a line-break hyphen in the PDF text",
+        f'Retrievers can be tuned [arXiv:{SURVEY} p.10 "The fine-tuning of the retriever lets it adapt to '
+        f'flexible domain data. During retrieval"].',
+        ["verified"],
+        [],
+    ),
+    (
+        "an invented id",
+        f'RAG was introduced in 2020 [arXiv:2401.99999 p.3 "{Q_RAG}"].',
+        ["invented"],
+        [],
+    ),
+    (
+        "right id, page outside every source",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.9 "{Q_SURVEY}"].',
+        ["page_not_found"],
+        [],
+    ),
+    (
+        "right id, source page, but the quote sits on the other page of the source",
+        f'Indexing cleans raw data first [arXiv:{SURVEY} p.7 "{Q_P8}"].',
+        ["quote_not_found"],
+        [],
+    ),
+    (
+        "close but not verbatim",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7 "has emerged as a promising solution by adding '
+        f'knowledge from external databases"].',
+        ["quote_not_found"],
+        [],
+    ),
+    (
+        "Markdown around the citation and its parts",
+        f'**RAG** adds external knowledge **[arXiv:{SURVEY} p.7 "{Q_SURVEY}"]** and memory '
+        f"[*arXiv:{RAG}*, `p. 3`, _\u201c{Q_RAG}\u201d_].",
+        ["verified", "verified"],
+        [],
+    ),
+    (
+        "citations in a list and a table, with intro, heading and header row",
+        "## What the sources say\n\nThe main points:\n\n"
+        f'- RAG adds external knowledge [arXiv:{SURVEY} p.7 "{Q_SURVEY}"].\n'
+        f'1. It uses a non-parametric memory [arXiv:{RAG} p.3 "{Q_RAG}"]\n\n'
+        "| Paper | Finding |\n|---|---|\n"
+        f'| RAG | fine-tuned retrievers adapt to domain data [arXiv:{SURVEY} p.10 "lets it adapt to flexible '
+        f'domain data"] |\n',
+        ["verified", "verified", "verified"],
+        [],
+    ),
+    (
+        "bare id, version suffix, no quote, too short a quote",
+        f'RAG adds external knowledge ({SURVEY}v2, p. 7). It uses memory [arXiv:{RAG}v1 p.3 "a non-parametric"]. '
+        f"It also indexes documents [arXiv:{SURVEY} p.8].",
+        ["no_quote", "no_quote", "no_quote"],
+        [],
+    ),
+    (
+        "uncited claims, but not statements about the sources",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7 "{Q_SURVEY}"]. RAG was first deployed at a large '
+        "search company in 2019. The sources do not say how much it costs. Yes.",
+        ["verified"],
+        ["RAG was first deployed at a large search company in 2019."],
+    ),
+    (
+        "a citation after the full stop belongs to its sentence",
+        f'RAG adds external knowledge. [arXiv:{SURVEY} p.7 "{Q_SURVEY}"] Retrieval also lets models cite '
+        "their evidence in every single answer.",
+        ["verified"],
+        ["Retrieval also lets models cite their evidence in every single answer."],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "answer", "statuses", "uncited"), CASES, ids=[c[0] for c in CASES])
+def test_hard_cases(name, answer, statuses, uncited):
+    result = verify(answer, EVIDENCE)
+    assert [c["status"] for c in result["citations"]] == statuses, [c["reason"] for c in result["citations"]]
+    assert [u["text"] for u in result["uncited"]] == uncited
+    for citation in result["citations"]:
+        assert citation["verified"] == (citation["status"] == "verified")
+        assert (
+            answer[citation["start"] : citation["end"]]
+            .lstrip("[(*`_ ")
+            .lower()
+            .startswith(("arxiv", SURVEY, RAG))
+        )
+        assert citation["reason"] or citation["status"] == "verified"
+    for claim in result["uncited"]:
+        assert answer[claim["start"] : claim["end"]] == claim["text"]
+    verified = statuses.count("verified")
+    assert result["summary"] == f"{verified} of {len(statuses)} citations verified"
+
+
+def test_reasons_say_what_is_wrong():
+    answer = (
+        f'A [arXiv:{SURVEY} p.9 "{Q_SURVEY}"]. B [arXiv:{SURVEY} p.7 "{Q_P8}"]. '
+        f'C [arXiv:{SURVEY} p.7 "has emerged as a promising solution by adding knowledge from external databases"]. '
+        f'D [arXiv:2401.99999 p.3 "{Q_RAG}"]. E [arXiv:{SURVEY} p.7 "includes indexing, retrieval, and generation, '
+        'also known as"].'
+    )
+    reasons = [c["reason"] for c in verify(answer, EVIDENCE)["citations"]]
+    assert reasons[0] == f"p.9 of arXiv:{SURVEY} was not among the sources (given: pp.7-8, p.10)"
+    assert reasons[1] == "the quote is on p.8, not p.7"
+    assert reasons[2] == "the quote does not occur verbatim on p.7 (at most 7 of its 12 words match in a row)"
+    assert reasons[3] == "arXiv:2401.99999 was not one of the sources given to the model"
+    assert reasons[4] == "the quote runs across the page break from p.7 to p.8"
+
+
+def test_verified_citation_points_at_its_source_and_the_quote_in_it():
+    answer = f'It adapts [arXiv:{SURVEY} p.10 "the retriever lets it adapt to flexible domain data"].'
+    (citation,) = verify(answer, EVIDENCE)["citations"]
+    assert citation["source"] == 2 and citation["found_page"] == 10
+    start, end = citation["highlight"]
+    assert PAGE_10[start:end] == "the retriever lets it adapt to \ufb02exible domain data"
+
+
+def test_range_citation_finds_the_page_the_quote_is_on():
+    answer = f'X [arXiv:{SURVEY} pp.7-8 "{Q_P8}"]. Y [arXiv:{SURVEY} pp.7-8 "retrieval, and generation, also known"].'
+    on_8, across = verify(answer, EVIDENCE)["citations"]
+    assert (on_8["status"], on_8["page"], on_8["page_end"], on_8["found_page"], on_8["reason"]) == (
+        "verified", 7, 8, 8, ""
+    )  # fmt: skip
+    assert (across["status"], across["found_page"]) == ("verified", 7)
+    assert across["reason"] == "the quote runs across the page break from p.7 to p.8"
+
+
+def test_parser_reads_what_models_write():
+    answer = (
+        "See [arXiv:2312.10997v2, pp. 7\u20138: \u201cquote one here now\u201d] and (2005.11401 page 3 "
+        "\u00abquote two here now\u00bb) and [ARXIV: 2106.09685 p.5-p.6 'not a quote'] and 2005.11401 "
+        'without a page, and the year 2023.12345 nothing. As they put it, "quote three comes first" '
+        '[arXiv:1706.03762 (p. 2)] and [arXiv:1810.04805, (pp. 4\u20135), "quote four here"].'
+    )
+    parsed = [(c.arxiv_id, c.page, c.page_end, c.quote) for c in parse_citations(answer)]
+    assert parsed == [
+        ("2312.10997v2", 7, 8, "quote one here now"),
+        ("2005.11401", 3, 3, "quote two here now"),
+        ("2106.09685", 5, 6, ""),
+        ("1706.03762", 2, 2, "quote three comes first"),
+        ("1810.04805", 4, 5, "quote four here"),
+    ]
+    grouped = parse_citations('[arXiv:1706.03762 p.2 "a quote for the first", arXiv:1810.04805 p.4]')
+    assert [c.quote for c in grouped] == ["a quote for the first", ""]
+
+
+def test_quote_matching_ignores_typography_but_not_words():
+    text = "The \ufb01rst-stage re-\ntriever\u2019s recall \u2014 on NQ \u2014 is 79.4%."
+    assert find_quote("the first-stage retriever's recall - on NQ - is 79.4%", text)
+    assert find_quote("THE FIRST STAGE RETRIEVER\u2019S RECALL ON NQ IS 79.4", text)
+    assert find_quote("the first-stage retriever's recall on NQ is 79.5%", text) is None
+    assert find_quote("the first-stage retriever recall on NQ is 79.4%", text) is None
+
+
+@pytest.mark.pyodide
+def test_pyodide_verifies_like_cpython(tmp_path):
+    reason = missing_runtime()
+    if reason:
+        pytest.skip(reason)
+    request = {
+        "op": "verify",
+        "cases": [{"answer": answer, "evidence": EVIDENCE} for _, answer, _, _ in CASES],
+    }
+    in_pyodide = run_in_pyodide(request, build_core_wheel(tmp_path))
+    assert in_pyodide["python"].startswith("cpython 3.14") and "emscripten" in in_pyodide["python"]
+    assert in_pyodide["results"] == run_in_cpython(request)["results"]
+    assert [[c["status"] for c in r["citations"]] for r in in_pyodide["results"]] == [c[2] for c in CASES]

@@ -1,0 +1,175 @@
+"""Builds that are interrupted or produce nothing: nothing lost, nothing half-written.
+
+The build runs as a real subprocess (`python -m builder build`), is killed with SIGKILL at a chosen
+point (a file appearing, its parse workers starting), and is then run again.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SMALL_PAPERS, run_build, write_corpus
+
+from builder.paths import REPO_ROOT
+
+pytestmark = pytest.mark.mirror
+
+
+def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "wasm")])}
+    args = ["--corpus", corpus, "--out", out, "--cache", cache, "--mirror", mirror, "--offline"]
+    with open(log, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "builder", "build", *map(str, args)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+
+
+def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        assert process.poll() is None, f"the build ended (rc {process.returncode}) before {what}"
+        time.sleep(0.02)
+    process.kill()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_hard(process: subprocess.Popen) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def manifest_files_present(site: Path) -> list[str]:
+    """The files the site's manifest names that are missing (empty when the site is whole)."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    named = [a["path"] for a in manifest["artifacts"]] + [a["path"] for a in manifest["runtime"]["artifacts"]]
+    return [path for path in named if not (site / path).is_file()]
+
+
+def children_of(pid: int) -> set[int]:
+    """Every live process below `pid` (read from /proc, as psutil would)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while we looked
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    left = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left.add(pid)
+    return left
+
+
+# Long papers (54-68 pages): parsing them takes long enough to be interrupted.
+LONG_PAPERS = ("2203.02155", "2205.10625", "2303.15647", "2210.11416")
+EMBED_PAPER = "2205.14135"  # 34 pages, about 150 passages: a few embedding checkpoints of 64
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the build parses without worker processes")
+def test_parse_workers_die_with_a_killed_build(tmp_path, mirror_dir):
+    root, cache = tmp_path, tmp_path / "cache"
+    corpus = write_corpus(root / "readingroom.toml", LONG_PAPERS)
+    build = start_build(corpus, root / "site", cache, mirror_dir, root / "parse-kill.log")
+    workers = wait_for(
+        lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
+    )
+    time.sleep(1.0)  # let them start on a paper
+    kill_hard(build)
+    deadline = time.monotonic() + 10
+    while alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive(workers)
+    for pid in left:  # do not leave them behind for the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} parse worker(s) outlived the killed build"
+    assert not (root / "site").exists()
+
+
+def old_site(built_sites, tmp_path) -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(built_sites.first, site)
+    (site / "CNAME").write_text("reading.example.org\n")  # not made by the build: must survive it
+    return site
+
+
+def test_a_reading_list_without_papers_leaves_the_old_site(tmp_path, built_sites, mirror_dir, capsys):
+    site = old_site(built_sites, tmp_path)
+    before = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    for ids, why in (([], "lists no papers"), (["2401.99999"], "every paper failed")):
+        corpus = write_corpus(tmp_path / "readingroom.toml", ids)
+        assert run_build(corpus, site, built_sites.cache, mirror_dir) == 1
+        err = capsys.readouterr().err
+        assert why in err and f"the site in {site}/ was left as it was" in err
+        after = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+        assert after == before
+    assert not list(tmp_path.glob(".site.*"))
+
+
+def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, built_sites, mirror_dir):
+    site = old_site(built_sites, tmp_path)
+    old_manifest = (site / "manifest.json").read_bytes()
+    corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS[:2], title="New title")
+    build = start_build(corpus, site, built_sites.cache, mirror_dir, tmp_path / "build.log")
+    staged_data = wait_for(
+        lambda: [p for p in tmp_path.glob(".site.building-*/data/*") if p.is_file()], build, "site data"
+    )
+    kill_hard(build)
+    assert staged_data and (site / "manifest.json").read_bytes() == old_manifest
+    assert manifest_files_present(site) == []
+    assert (site / "CNAME").exists()
+
+    assert run_build(corpus, site, built_sites.cache, mirror_dir) == 0
+    manifest = json.loads((site / "manifest.json").read_text())
+    assert manifest["title"] == "New title" and manifest["counts"]["papers"] == 2
+    assert manifest_files_present(site) == []
+    assert (site / "CNAME").read_text() == "reading.example.org\n"
+    assert not list(tmp_path.glob(".site.*")), "the killed build's staging folder was not cleaned up"
+
+
+def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, mirror_dir):
+    root, cache = tmp_path, tmp_path / "cache"
+    corpus = write_corpus(root / "readingroom.toml", [EMBED_PAPER])
+    build = start_build(corpus, root / "site", cache, mirror_dir, root / "embed-kill.log")
+    wait_for(lambda: list(cache.glob("embeddings/*/checkpoints/*.npz")), build, "an embedding checkpoint")
+    kill_hard(build)
+    saved = 0
+    for path in cache.glob("embeddings/*/checkpoints/*.npz"):
+        with np.load(path) as checkpoint:
+            saved += len(checkpoint["keys"])
+    assert saved > 0 and not (root / "site").exists()
+
+    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    report = json.loads((root / "site" / "build-report.json").read_text())
+    assert report["papers"] == 1 and report["chunks"] > 64  # more than one checkpoint's worth
+    assert report["embedded_chunks"] == report["chunks"] - saved  # nothing embedded twice
+    assert not list(cache.glob("embeddings/*/checkpoints/*"))
+    assert manifest_files_present(root / "site") == []

@@ -1,0 +1,237 @@
+"""A damaged or tampered site in Debian chromium: checked before use, keyword search goes on where it can,
+and a visitor sees one line, never a Python traceback (details go to the console).
+
+Each case copies one built site, damages it the way a broken upload or an attacker would, and serves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import SMALL_PAPERS, run_build
+from support.chromium import CHROMIUM, CHROMIUM_ARGS
+from support.pyodide import missing_runtime
+
+from builder.commands.serve import serve_in_thread
+from readingroom_core.hnsw import UsearchFile
+
+pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+
+LOAD_TIMEOUT_MS = 90_000
+QUERY = "predicted queries appended to documents"
+TAGS = (["deep learning"], ["deep", "learning"], ["it's <b>"])  # spaces and markup in tags
+
+
+@pytest.fixture(scope="module")
+def clean_site(built_sites, tmp_path_factory, mirror_dir) -> Path:
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    root = tmp_path_factory.mktemp("tamper")
+    cache = root / "cache"
+    shutil.copytree(built_sites.cache, cache)
+    entries = "".join(
+        f'[[paper]]\nid = "{arxiv_id}"\ntags = {json.dumps(tags)}\n\n'
+        for arxiv_id, tags in zip(SMALL_PAPERS, TAGS, strict=True)
+    )
+    corpus = root / "corpus.toml"
+    corpus.write_text(f'[site]\ntitle = "Tamper test"\n\n{entries}', encoding="utf-8")
+    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def manifest_of(site: Path) -> dict:
+    return json.loads((site / "manifest.json").read_text())
+
+
+def rewrite(site: Path, role: str, change, update_manifest: bool) -> None:
+    """Change the data file of `role`; with update_manifest, also its recorded sha256 (a forger's edit)."""
+    manifest = manifest_of(site)
+    path = site / manifest["files"][role]
+    data = change(path.read_bytes())
+    path.write_bytes(data)
+    if update_manifest:
+        for artifact in manifest["artifacts"]:
+            if artifact["path"] == manifest["files"][role]:
+                artifact["sha256"] = hashlib.sha256(data).hexdigest()
+        (site / "manifest.json").write_text(json.dumps(manifest))
+
+
+def scramble_rows(data: bytes) -> bytes:
+    rows, row_bytes = struct.unpack_from("<II", data, 0)
+    block = bytearray(data)
+    block[8 : 8 + rows * row_bytes] = bytes(reversed(block[8 : 8 + rows * row_bytes]))
+    return bytes(block)
+
+
+def scramble_graph(data: bytes) -> bytes:
+    """Every node's base-level neighbour count set past its capacity: the lengths stay the same."""
+    index = UsearchFile(data)
+    block = bytearray(data)
+    for at in index._node_offsets:
+        struct.pack_into("<I", block, at + 10, 0xFFFF)
+    return bytes(block)
+
+
+class Visit:
+    def __init__(self, browser, url: str):
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LOAD_TIMEOUT_MS)
+        self.console: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.console.append(m.text))
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.goto(url)
+
+    def settled(self) -> dict:
+        """The status once start-up has ended one way or the other."""
+        self.page.wait_for_function(
+            "(() => { const s = readingRoom.status(); return s.loading === null || s.error; })()"
+        )
+        return self.page.evaluate("readingRoom.status()")
+
+    def status_line(self) -> str:
+        return self.page.inner_text("#status")
+
+    def search(self, query: str) -> str:
+        self.page.fill("#q", query)
+        self.page.press("#q", "Enter")
+        self.page.wait_for_function(
+            "document.querySelector('#results').getAttribute('aria-busy') === 'false'"
+        )
+        self.page.wait_for_selector("#results .message")
+        return self.page.inner_text("#results")
+
+
+@pytest.fixture
+def visit_tampered(browser, clean_site, tmp_path):
+    servers, visits = [], []
+
+    def visit(damage) -> Visit:
+        site = tmp_path / f"site{len(servers)}"
+        shutil.copytree(clean_site, site)
+        server, url = serve_in_thread(site)  # serve reads the base_url from the manifest: damage after
+        servers.append(server)
+        damage(site)
+        visits.append(Visit(browser, url))
+        return visits[-1]
+
+    yield visit
+    for view in visits:
+        view.context.close()
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def assert_no_traceback(*texts: str) -> None:
+    for text in texts:
+        assert "Traceback" not in text and 'File "/' not in text, text
+
+
+def test_the_clean_site_checks_its_files_and_reports_the_cost(visit_tampered):
+    view = visit_tampered(lambda site: None)
+    status = view.settled()
+    assert status["semantic"] and status["semantic_error"] is None and status["error"] is None
+    assert status["checksums_ms"] > 0
+    print(
+        f"sha256 of every start-up data file: {status['checksums_ms']:.1f} ms for {status['bytes']} bytes loaded"
+    )
+    assert "semantic" in view.search(QUERY)
+    assert view.console == []
+
+
+@pytest.mark.parametrize(
+    ("role", "change", "update_manifest", "why"),
+    [
+        ("vectors", scramble_rows, False, "does not match its checksum in manifest.json"),
+        ("vectors", scramble_graph, False, "does not match its checksum in manifest.json"),
+        ("vectors", scramble_graph, True, "corrupted"),  # the checksum was forged: the graph check
+        ("encoder", lambda data: data[: len(data) // 2], False, "does not match its checksum"),
+    ],
+)
+def test_damaged_semantic_data_falls_back_to_keyword_search(
+    visit_tampered, role, change, update_manifest, why
+):
+    view = visit_tampered(lambda site: rewrite(site, role, change, update_manifest))
+    status = view.settled()
+    assert status["keyword"] and not status["semantic"] and why in status["semantic_error"]
+    line = view.status_line()
+    assert line.startswith("Keyword search only: semantic search is unavailable") and "\n" not in line
+    results = view.search(QUERY)
+    assert "(keyword search)" in results and view.page.query_selector_all("#results .hit")
+    assert view.page.evaluate(
+        "q => readingRoom.search(q, {mode: 'dense'}).catch((e) => e.message)", QUERY
+    ) == ("Semantic search is unavailable on this site; use keyword or hybrid mode.")
+    assert_no_traceback(line, results)
+    assert any(why in message for message in view.console)  # the details are in the console
+
+
+@pytest.mark.parametrize(
+    ("damage", "shown"),
+    [
+        (lambda site: rewrite(site, "postings", lambda d: d[:-200], False), "does not match its checksum"),
+        (lambda site: rewrite(site, "postings", lambda d: b'{"v": 1}', True), "Error"),
+        (lambda site: (site / "manifest.json").unlink(), "manifest.json is missing (HTTP 404)"),
+        (lambda site: (site / "manifest.json").write_text("<html>"), "manifest.json is damaged"),
+    ],
+)
+def test_a_site_that_cannot_search_says_so_in_one_line(visit_tampered, damage, shown):
+    view = visit_tampered(damage)
+    status = view.settled()
+    assert not status["keyword"] and status["error"]
+    line = view.status_line()
+    assert line.startswith("Search could not load") and shown in line and "\n" not in line
+    assert_no_traceback(line)
+
+
+@pytest.mark.parametrize("update_manifest", [False, True])
+def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, update_manifest):
+    def damage(site: Path) -> None:
+        manifest = manifest_of(site)
+        papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
+        text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
+        (site / text).write_text('{"v": 1, "chunks": "gone"}')
+        if update_manifest:
+            for artifact in manifest["artifacts"]:
+                if artifact["path"] == text:
+                    artifact["sha256"] = hashlib.sha256((site / text).read_bytes()).hexdigest()
+            (site / "manifest.json").write_text(json.dumps(manifest))
+
+    view = visit_tampered(damage)
+    view.settled()
+    results = view.search(QUERY)
+    assert "\n" not in results.strip() and results.strip()
+    if not update_manifest:
+        assert "does not match its checksum in manifest.json" in results
+    assert_no_traceback(results)
+
+
+@pytest.mark.parametrize(
+    ("tag", "shown"),
+    [("deep learning", [SMALL_PAPERS[0]]), ("deep", [SMALL_PAPERS[1]]), ("it's <b>", [SMALL_PAPERS[2]])],
+)
+def test_the_corpus_page_filters_tags_with_spaces(visit_tampered, tag, shown):
+    view = visit_tampered(lambda site: None)
+    view.page.goto(view.page.url + "corpus/")
+    view.page.select_option("#corpus-tag", tag)
+    rows = view.page.query_selector_all("#corpus-table tbody tr:not([hidden])")
+    assert [row.get_attribute("data-arxiv-id") for row in rows] == shown
+    assert view.page.inner_text("#corpus-shown") == f"{len(shown)} shown"
+    assert view.console == []
