@@ -1,5 +1,6 @@
 """Developer tasks: `nox -s tests`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,10 +14,16 @@ SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
 
 
+# Where the CPU build of torch comes from: here a wheel on local disk that pip finds by itself; on a
+# GitHub runner the publishing workflow sets TORCH_INDEX_URL to PyTorch's CPU wheel index.
+TORCH_INDEX_ENV = "TORCH_INDEX_URL"
+
+
 def install(session: nox.Session, extras: str = "") -> None:
-    # torch is pinned in pyproject to the CPU wheel on local disk; install it first so nothing
-    # resolves a multi-GB CUDA build.
-    session.install("torch==2.13.0")
+    # torch is pinned in pyproject to the CPU build; install it first so nothing resolves a multi-GB
+    # CUDA build.
+    index = os.environ.get(TORCH_INDEX_ENV, "").strip()
+    session.install("torch==2.13.0", *(["--index-url", index] if index else []))
     session.install("-e", f".{extras}")
 
 

@@ -11,7 +11,17 @@ from builder import __version__, config
 from builder.commands.ask import add_ask_command, run_ask_command
 from builder.evaluation.beir import add_beir_command, run_beir_command
 from builder.offline import use_offline_environment
-from builder.paths import DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, mirror_from_env
+from builder.paths import (
+    BASE_URL_ENV,
+    DEFAULT_CACHE,
+    DEFAULT_CORPUS,
+    DEFAULT_OUT,
+    MIRROR_ENV,
+    REFRESH_ENV,
+    base_url_from_env,
+    mirror_from_env,
+    refresh_from_env,
+)
 from builder.stages import fetch
 
 DESCRIPTION = """\
@@ -61,6 +71,12 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit non-zero if any paper failed (default: only if all failed)",
     )
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="ask arXiv for the latest version of every paper the corpus file does not pin, instead of the "
+        f"lock file's (default: ${REFRESH_ENV} set to 1)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     parser.add_argument("--arxiv-api", metavar="URL", help=argparse.SUPPRESS)  # tests: a loopback arXiv
     parser.add_argument("--arxiv-delay", type=float, default=3.0, help=argparse.SUPPRESS)
@@ -84,6 +100,12 @@ def make_parser() -> argparse.ArgumentParser:
     _fetch_args(build)
     build.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default: {DEFAULT_OUT})"
+    )
+    build.add_argument(
+        "--base-url",
+        metavar="PATH",
+        help="the path the site is served under, e.g. /my-list/ for a GitHub Pages project site; overrides "
+        f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
 
     fetch_cmd = commands.add_parser(
@@ -212,7 +234,16 @@ def _build_options(args: argparse.Namespace, out_dir: Path):
         progress=not args.no_progress,
         arxiv_api=args.arxiv_api,
         arxiv_delay=args.arxiv_delay,
+        base_url=_base_url(args),
+        refresh=args.refresh or refresh_from_env(),
     )
+
+
+def _base_url(args: argparse.Namespace) -> str | None:
+    given = getattr(args, "base_url", None)
+    if given is None:
+        given = base_url_from_env()
+    return None if given is None else config.normalize_base_url(given)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

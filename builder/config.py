@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import unquote
 
 import tomlkit
 
-from builder.models import LockEntry, PaperRef, Settings
+from builder.models import LockEntry, PaperRef, Publish, Settings
 
 # New-style ids (0704.0001 … 2502.11089, 4 or 5 digits after the dot) and old-style (hep-th/9901001).
 ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$")
@@ -34,6 +34,7 @@ class CorpusError(ValueError):
 class Corpus:
     settings: Settings
     papers: tuple[PaperRef, ...]
+    publish: Publish = field(default_factory=Publish)
 
 
 def split_arxiv_id(raw: str) -> tuple[str, str | None]:
@@ -56,6 +57,17 @@ def _plausible_new_style(arxiv_id: str) -> bool:
     yymm, number = arxiv_id.split(".")
     month = int(yymm[2:])
     return 1 <= month <= 12 and len(number) == (5 if yymm >= "1501" else 4)
+
+
+def normalize_base_url(value: str) -> str:
+    """'', '/', 'my-list', '/my-list' and '/my-list/' all mean a site under that path, ending in '/'.
+
+    actions/configure-pages gives '' for a user site and '/repo' for a project site.
+    """
+    inner = value.strip().strip("/")
+    text = f"/{inner}/" if inner else "/"
+    check_base_url(text, "--base-url")
+    return text
 
 
 def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
@@ -83,7 +95,24 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
                 f"{source}: [[paper]] #{number}: {papers[-1].arxiv_id} is listed twice; remove one"
             )
         seen.add(papers[-1].arxiv_id)
-    return Corpus(settings=settings, papers=tuple(papers))
+    return Corpus(settings=settings, papers=tuple(papers), publish=_publish(data.get("publish", {}), source))
+
+
+PUBLISH_KEYS = {f.name for f in fields(Publish)}
+
+
+def _publish(table: object, source: str) -> Publish:
+    if not isinstance(table, dict):
+        raise CorpusError(f"{source}: 'publish' must be a table: write [publish] on a line of its own")
+    unknown = set(table) - PUBLISH_KEYS
+    if unknown:
+        raise CorpusError(
+            f"{source}: unknown [publish] keys {sorted(unknown)}; allowed: {sorted(PUBLISH_KEYS)}"
+        )
+    for key, value in table.items():
+        if not isinstance(value, bool):
+            raise CorpusError(f"{source}: [publish] {key} must be true or false, not {value!r}")
+    return Publish(**table)
 
 
 def check_base_url(base_url: str, source: str = "base_url") -> None:

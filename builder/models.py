@@ -64,6 +64,13 @@ class Settings:
     document_prefix: str = ""
 
 
+@dataclass(frozen=True)
+class Publish:
+    """How the publishing workflow (.github/workflows/publish.yml) treats the list: `[publish]`."""
+
+    weekly: bool = False  # also rebuild every Monday, asking arXiv for new versions of unpinned papers
+
+
 @dataclass
 class PaperMeta:
     """What arXiv (or a mirror) says about one version of a paper."""

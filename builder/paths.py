@@ -10,6 +10,8 @@ DEFAULT_CORPUS = Path("corpus/readingroom.toml")
 DEFAULT_OUT = Path("site")
 DEFAULT_CACHE = Path(".cache/readingroom")
 MIRROR_ENV = "READINGROOM_MIRROR"
+BASE_URL_ENV = "READINGROOM_BASE_URL"
+REFRESH_ENV = "READINGROOM_REFRESH"
 # The shared data beside the repository (arXiv mirror, dev questions, BEIR sets); READINGROOM_SHARED
 # points elsewhere, e.g. at an empty folder to run the suite as a clone without it would.
 SHARED = Path(os.environ.get("READINGROOM_SHARED") or REPO_ROOT.parent / "shared")
@@ -40,3 +42,14 @@ def resolve_model_dir(model: str) -> Path:
 def mirror_from_env() -> Path | None:
     value = os.environ.get(MIRROR_ENV, "").strip()
     return Path(value) if value else None
+
+
+def base_url_from_env() -> str | None:
+    """The publishing workflow sets this from the repository's Pages path; unset or blank means none."""
+    value = os.environ.get(BASE_URL_ENV)
+    return None if value is None or not value.strip() else value.strip()
+
+
+def refresh_from_env() -> bool:
+    """The publishing workflow's weekly run sets this to pick up new versions."""
+    return os.environ.get(REFRESH_ENV, "").strip().lower() in ("1", "true", "yes")

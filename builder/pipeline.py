@@ -44,6 +44,8 @@ class BuildOptions:
     jobs: int = max(1, os.cpu_count() or 1)
     arxiv_api: str | None = None  # arXiv API URL format; tests point it at a loopback server
     arxiv_delay: float = 3.0
+    base_url: str | None = None  # overrides the corpus file's (the publishing workflow's Pages path)
+    refresh: bool = False  # ask arXiv for the latest version of papers the corpus file does not pin
 
 
 @dataclass
@@ -80,6 +82,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         offline=options.offline,
         delay_seconds=options.arxiv_delay,
         corpus_file=options.corpus_path,
+        refresh=options.refresh,
         **extra,
     )
 
@@ -206,18 +209,17 @@ def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
 def embed_chunks(
     papers: list[IngestedPaper], corpus: config.Corpus, options: BuildOptions, report: BuildReport
 ) -> tuple[embed.ModelIdentity, np.ndarray]:
-    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model."""
+    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model
+    (which starts, and passes its sanity check, only then)."""
     model_dir = resolve_model_dir(corpus.settings.model)
     with timed(report, "embed"):
-        model = embed.load_model(model_dir)
         identity = embed.identify(
-            model,
             corpus.settings.model,
             model_dir,
             corpus.settings.query_prefix,
             corpus.settings.document_prefix,
         )
-        embed.check_sanity(model, identity)
+        model = embed.DocumentEncoder(model_dir, identity, document_encoder_path(options.cache_dir, identity))
         jobs = [
             (
                 p.meta.arxiv_id,
@@ -231,6 +233,12 @@ def embed_chunks(
         )
     report.embedded_chunks = stats.embedded
     return identity, np.concatenate(per_paper) if per_paper else np.zeros((0, identity.dims), np.float32)
+
+
+def document_encoder_path(cache_dir: Path, identity: embed.ModelIdentity) -> Path:
+    """The chunk encoder's export depends only on the model and the engine: one per model identity."""
+    engine = identity.engine.replace("/", "-")
+    return cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-documents-{engine}" / "model.onnx"
 
 
 def export_encoder(model_dir: Path, identity: embed.ModelIdentity, cache_dir: Path) -> encoder.EncoderFiles:
@@ -397,10 +405,17 @@ def published(report: BuildReport, options: BuildOptions) -> BuildReport:
     )
 
 
+def load_corpus(options: BuildOptions) -> config.Corpus:
+    corpus = config.load_corpus(options.corpus_path)
+    if options.base_url is None:
+        return corpus
+    return replace(corpus, settings=replace(corpus.settings, base_url=options.base_url))
+
+
 def build(options: BuildOptions) -> tuple[BuildReport, int]:
     """The site is written beside `out_dir` and swapped in whole (builder/sitedir.py); a build that
     indexed no paper leaves the old site as it was."""
-    corpus = config.load_corpus(options.corpus_path)
+    corpus = load_corpus(options)
     result = ingest(corpus, options)
     if result.papers:
         identity, vectors = embed_chunks(result.papers, corpus, options, result.report)

@@ -1,8 +1,16 @@
 """Whole-mirror build bench: build times, embed throughput, artifact sizes, quantization quality.
 
-1. cold build of the reading list from the mirror into a fresh cache (embed throughput from it);
-2. one-paper-added rebuild: a copy of that cache loses the last paper's parse and vectors, then the
-   full list is built again, timing it and counting the chunks it embedded;
+1. builds, each a fresh `python -m builder build` process (its wall time includes start-up), with the
+   stage times from its build report:
+   - cold: the reading list from the mirror into an empty cache;
+   - no change: the same list again on that warm cache (nothing is fetched, parsed or embedded);
+   - one paper added: a copy of the cache loses the last paper's parse and vectors, then the list is
+     built again;
+2. embedding throughput on a sample of the mirror's chunks (`--embed-sample`, default 1,000): the
+   builder's DocumentEncoder (onnxruntime, fused fp32) at several batch sizes against
+   sentence-transformers as builds used it before (torch, batches of 64 by character length), in
+   interleaved rounds (the machine is shared: compare the ratios, wall and CPU time), with the min
+   cosine between their vectors;
 3. bytes of every artifact, raw and gzipped, by kind;
 4. quantization: for the dev questions, page-level nDCG@10 of dense retrieval with the shipped
    int8 HNSW index (our reader) vs exact float32 search over the same chunks with the same (ONNX)
@@ -18,6 +26,8 @@ import gzip
 import json
 import random
 import shutil
+import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -40,12 +50,89 @@ from readingroom_core.hnsw import UsearchFile  # noqa: E402
 
 
 def run_build(corpus: Path, out: Path, cache: Path, mirror: Path) -> tuple[float, dict]:
-    options = pipeline.BuildOptions(corpus, out, cache, mirror=mirror, offline=True, progress=False)
+    """Wall seconds of one `python -m builder build` process, and its build report."""
+    command = [sys.executable, "-m", "builder", "build", "--corpus", str(corpus), "--out", str(out)]
+    command += ["--cache", str(cache), "--mirror", str(mirror), "--offline", "--no-progress"]
     started = time.perf_counter()
-    report, code = pipeline.build(options)
-    if code:
-        raise SystemExit(f"build of {corpus} failed: {report.failures}")
-    return time.perf_counter() - started, json.loads((out / "build-report.json").read_text())
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"build of {corpus} failed:\n{done.stdout}\n{done.stderr}")
+    return seconds, json.loads((out / "build-report.json").read_text())
+
+
+def build_row(seconds: float, report: dict) -> dict:
+    return {
+        "seconds": round(seconds, 1),
+        "stage_seconds": report["seconds"],
+        "embedded_chunks": report["embedded_chunks"],
+    }
+
+
+def embedding_throughput(
+    corpus: Path, site: Path, cache: Path, mirror: Path, sample: int, rounds: int = 3
+) -> dict:
+    """DocumentEncoder batch sizes vs the previous sentence-transformers path on the same chunk texts."""
+    loaded = config.load_corpus(corpus)
+    options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
+    ingested = pipeline.ingest(loaded, options)
+    texts = [c.indexed_text for p in ingested.papers for c in p.chunks]
+    texts = random.Random(0).sample(texts, min(sample, len(texts)))
+    model_dir = resolve_model_dir(loaded.settings.model)
+    identity = embed.identify(loaded.settings.model, model_dir, "", "")
+    encoder = embed.DocumentEncoder(model_dir, identity, pipeline.document_encoder_path(cache, identity))
+    encoder.encode(texts[:1])  # start it (session, sanity check) outside the timings
+    model = embed.load_model(model_dir)
+
+    def previous(batch: list[str]) -> np.ndarray:  # what embed_papers did with a SentenceTransformer
+        order = sorted(range(len(batch)), key=lambda i: (-len(batch[i]), i))
+        out = np.zeros((len(batch), identity.dims), np.float32)
+        for start in range(0, len(order), 512):
+            rows = order[start : start + 512]
+            out[rows] = embed.encode(model, [batch[i] for i in rows], 64)
+        return out
+
+    def ours(batch_size: int):
+        def run(batch: list[str]) -> np.ndarray:
+            saved, embed.DOCUMENT_BATCH = embed.DOCUMENT_BATCH, batch_size
+            try:
+                return encoder.encode(batch)
+            finally:
+                embed.DOCUMENT_BATCH = saved
+
+        return run
+
+    methods = {"sentence_transformers_torch_b64": previous}
+    methods.update({f"onnxruntime_fused_b{size}": ours(size) for size in (1, 4, 16)})
+    reference = previous(texts)
+    rows: dict[str, dict[str, list[float]]] = {m: {"rate": [], "wall": [], "cpu": []} for m in methods}
+    for _ in range(rounds):
+        base_wall = base_cpu = 0.0
+        for name, method in methods.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            vectors = method(texts)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            if name == "sentence_transformers_torch_b64":
+                base_wall, base_cpu = wall, cpu
+            rows[name]["rate"].append(len(texts) / wall)
+            rows[name]["wall"].append(base_wall / wall)
+            rows[name]["cpu"].append(base_cpu / cpu)
+            rows[name]["min_cosine"] = [float(np.min(np.sum(vectors * reference, axis=1)))]
+    return {
+        "chunks": len(texts),
+        "mean_tokens": round(float(np.mean([c.n_tokens for p in ingested.papers for c in p.chunks])), 1),
+        "rounds": rounds,
+        "engine_in_builds": f"{identity.engine}, batch {embed.DOCUMENT_BATCH}",
+        "methods": {
+            name: {
+                "chunks_per_second_median": round(statistics.median(row["rate"]), 2),
+                "speedup_wall_median": round(statistics.median(row["wall"]), 2),
+                "speedup_cpu_time_median": round(statistics.median(row["cpu"]), 2),
+                "min_cosine_to_sentence_transformers": round(min(row["min_cosine"]), 7),
+            }
+            for name, row in rows.items()
+        },
+    }
 
 
 def artifact_sizes(site: Path, manifest: dict) -> dict:
@@ -174,6 +261,10 @@ def main() -> int:
     parser.add_argument("--mirror", type=Path, required=True)
     parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus" / "readingroom.toml")
     parser.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench"))
+    parser.add_argument(
+        "--embed-sample", type=int, default=1000, help="chunks for the throughput rounds (0: skip)"
+    )
+    parser.add_argument("--no-quantization", action="store_true", help="skip the quantization figures")
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -182,26 +273,33 @@ def main() -> int:
     shutil.copy(args.corpus, corpus)
     cache, site = args.work / "cache", args.work / "site"
 
-    cold_seconds, cold = run_build(corpus, site, cache, args.mirror)
+    cold = run_build(corpus, site, cache, args.mirror)
+    unchanged = run_build(corpus, args.work / "site-unchanged", cache, args.mirror)
     warm_cache = args.work / "cache-incremental"
     shutil.copytree(cache, warm_cache)
     drop_paper_from_cache(warm_cache, config.load_corpus(corpus).papers[-1].arxiv_id)
-    added_seconds, added = run_build(corpus, args.work / "site-added", warm_cache, args.mirror)
+    added = run_build(corpus, args.work / "site-added", warm_cache, args.mirror)
 
     manifest = json.loads((site / "manifest.json").read_text())
     result = {
-        "papers": cold["papers"],
-        "pages": cold["pages"],
-        "chunks": cold["chunks"],
-        "cold_build_seconds": round(cold_seconds, 1),
-        "stage_seconds": cold["seconds"],
-        "embed_chunks_per_second": round(cold["embedded_chunks"] / cold["seconds"]["embed"], 1),
-        "one_paper_added_rebuild_seconds": round(added_seconds, 1),
-        "one_paper_added_embedded_chunks": added["embedded_chunks"],
-        "one_paper_added_stage_seconds": added["seconds"],
+        "papers": cold[1]["papers"],
+        "pages": cold[1]["pages"],
+        "chunks": cold[1]["chunks"],
+        "cold_build": build_row(*cold),
+        "embed_chunks_per_second_in_cold_build": round(
+            cold[1]["embedded_chunks"] / cold[1]["seconds"]["embed"], 1
+        ),
+        "no_change_rebuild": build_row(*unchanged),
+        "one_paper_added_rebuild": build_row(*added),
         "artifact_bytes": artifact_sizes(site, manifest),
-        "quantization": quantization_figures(corpus, site, cache, args.mirror),
     }
+    print(json.dumps(result, indent=1), flush=True)
+    if args.embed_sample:
+        result["embedding_throughput"] = embedding_throughput(
+            corpus, site, cache, args.mirror, args.embed_sample
+        )
+    if not args.no_quantization:
+        result["quantization"] = quantization_figures(corpus, site, cache, args.mirror)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -476,3 +476,35 @@ def test_progress_bar_goes_to_stderr(tmp_path, capsys):
     fetch_papers([PaperRef("2005.11401")], make_options(tmp_path, offline=True), progress=True)
     captured = capsys.readouterr()
     assert "fetch" in captured.err and captured.out == ""
+
+
+def test_refresh_asks_arxiv_for_new_versions_of_unpinned_papers_only(tmp_path, server):
+    server.add_paper("2005.11401")
+    server.add_paper("2101.00190", versions=2)
+    refs = [PaperRef("2005.11401"), PaperRef("2101.00190", version="v1")]
+    first = fetch_papers(refs, make_options(tmp_path, server), progress=False)
+    locked = {p.meta.arxiv_id: LockEntry(p.meta.version, p.pdf_sha256) for p in first.papers}
+    assert {i: e.version for i, e in locked.items()} == {"2005.11401": "v1", "2101.00190": "v1"}
+    server.add_paper("2005.11401", versions=2)  # arXiv gets a v2
+    server.clear()
+
+    kept = fetch_papers(refs, make_options(tmp_path, server), locked=locked, progress=False)
+    assert [p.meta.versioned_id for p in kept.papers] == ["2005.11401v1", "2101.00190v1"]
+    assert server.requests == []  # the lock file pins v1: no question to arXiv
+
+    options = make_options(tmp_path, server, refresh=True)
+    refreshed = fetch_papers(refs, options, locked=locked, progress=False)
+    assert refreshed.failures == []
+    assert [p.meta.versioned_id for p in refreshed.papers] == ["2005.11401v2", "2101.00190v1"]
+    assert [r.query["id_list"] for r in server.api_requests()] == ["2005.11401"]  # not the pinned one
+    assert [r.path for r in server.pdf_requests()] == ["/pdf/2005.11401v2"]
+    server.clear()
+
+    again = fetch_papers(refs, make_options(tmp_path, server, refresh=True), locked=locked, progress=False)
+    assert [p.meta.versioned_id for p in again.papers] == ["2005.11401v2", "2101.00190v1"]
+    assert len(server.api_requests()) == 1 and server.pdf_requests() == []  # v2 is cached now
+
+    offline = fetch_papers(
+        refs, make_options(tmp_path, server, refresh=True, offline=True), locked=locked, progress=False
+    )
+    assert [p.meta.versioned_id for p in offline.papers] == ["2005.11401v1", "2101.00190v1"]

@@ -184,6 +184,30 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
         server.server_close()
 
 
+def test_server_answers_folders_as_github_pages_does(hostile_site):
+    server, url = serve_in_thread(hostile_site)
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        paper_dir = next(p for p in (hostile_site / "papers").iterdir() if (p / "index.html").exists())
+        folder = url + f"papers/{paper_dir.name}"
+        try:
+            opener.open(folder)
+            raise AssertionError("a folder named without its slash must redirect")
+        except urllib.error.HTTPError as redirect:
+            assert redirect.code == 301 and redirect.headers["Location"].endswith(f"{paper_dir.name}/")
+        status, headers, body = fetch(folder + "/")
+        assert (status, headers["Content-Type"]) == (200, "text/html; charset=utf-8")
+        assert body == (paper_dir / "index.html").read_bytes()
+        assert not (hostile_site / "data" / "index.html").exists()
+        status, _, body = fetch(url + "data/")
+        assert status == 404  # a listing of the folder would be a 200
+        assert fetch(url + "no-such-page/")[0] == 404
+        assert fetch(url[: -len(BASE)] + "/other" + BASE)[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_rendering_again_gives_the_same_runtime_files(hostile_site):
     before = read_manifest(hostile_site)
     index_before = (hostile_site / "index.html").read_bytes()

@@ -4,17 +4,20 @@ One site (the four generated test papers, base_url "/sub/path/") is built and se
 test opens is watched: a request to any other host, a console error or an uncaught exception fails it.
 """
 
+import json
+import os
 import shutil
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import ADDED_PAPER, SMALL_PAPERS, run_build
+from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from support import corpus
 from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
+from builder.paths import REPO_ROOT
 from readingroom_core.engine import SearchOptions
 
 pytestmark = pytest.mark.browser
@@ -81,7 +84,12 @@ class Watched:
         self.foreign: list[str] = []
         self.errors: list[str] = []
         self.page.on("request", self._request)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        self.page.on(
+            "console",
+            lambda m: (
+                m.type == "error" and self.errors.append(f"console: {m.text} ({m.location.get('url')})")
+            ),
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
 
     def _request(self, request):
@@ -268,3 +276,93 @@ def test_a_stale_or_broken_snapshot_means_booting_python(site_url, watched, chan
     wait_for(page, SNAPSHOT_SAVED)  # and a good one replaces it
     watched.open(site_url)
     assert page.evaluate("readingRoom.status().python_start") == "snapshot"
+
+
+MY_LIST = "/my-list/"
+SCREENSHOT = REPO_ROOT / "docs" / "screenshot.png"
+SCREENSHOT_SIZE = {"width": 1100, "height": 760}
+
+
+@pytest.fixture(scope="module")
+def my_list_url(built_sites, tmp_path_factory, generated_corpus):
+    """The four papers built with `--base-url /my-list/` over a corpus file that says "/" (as the
+    publishing workflow builds a project site), served as Pages would."""
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    root = tmp_path_factory.mktemp("my-list")
+    listed = write_corpus(root / "corpus.toml", (*SMALL_PAPERS, ADDED_PAPER), title="My list")
+    cache = root / "cache"
+    shutil.copytree(built_sites.cache, cache)
+    assert run_build(listed, root / "site", cache, generated_corpus, "--base-url", MY_LIST) == 0
+    assert json.loads((root / "site" / "manifest.json").read_text())["base_url"] == MY_LIST
+    server, url = serve_in_thread(root / "site")
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def test_every_internal_link_of_a_sub_path_build_loads(my_list_url, watched):
+    """Crawl every same-origin <a href> from the home page; every page, script, style, data file and
+    runtime file it loads must come back 200 from under /my-list/ (Pages would 404 anything else)."""
+    page = watched.page
+    origin = my_list_url[: -len(MY_LIST)]
+    statuses: dict[str, int] = {}
+    # The context sees the Web Worker's requests too (Pyodide, ONNX Runtime, data files).
+    watched.context.on("response", lambda response: statuses.setdefault(response.url, response.status))
+    queue, visited = [my_list_url], set()
+    while queue:
+        url = queue.pop(0)
+        if url in visited:
+            continue
+        visited.add(url)
+        target = watched.context.request.get(url)  # a data file linked from a page is fetched, not shown
+        statuses.setdefault(url, target.status)
+        if not target.headers.get("content-type", "").startswith("text/html"):
+            continue
+        response = page.goto(url)
+        assert response is not None and response.status == 200, url
+        if page.evaluate("typeof window.readingRoom !== 'undefined'"):
+            # The first page waits for the semantic side too: the vectors and the encoder then loaded.
+            page.evaluate(
+                "window.readingRoom.semanticReady" if len(visited) == 1 else "window.readingRoom.ready"
+            )
+        for href in page.eval_on_selector_all("a[href]", "links => links.map((a) => a.href)"):
+            parts = urlsplit(href)
+            if f"{parts.scheme}://{parts.netloc}" != origin:
+                continue
+            assert parts.path.startswith(MY_LIST), f"{url} links outside the site: {href}"
+            queue.append(f"{origin}{parts.path}")  # query and fragment name no other file
+    failed = {url: status for url, status in statuses.items() if status >= 400}
+    assert failed == {}
+    paths = {urlsplit(url).path for url in statuses}
+    assert all(path.startswith(MY_LIST) for path in paths), sorted(
+        p for p in paths if not p.startswith(MY_LIST)
+    )
+    assert {f"{MY_LIST}papers/{arxiv_id}/" for arxiv_id in (*SMALL_PAPERS, ADDED_PAPER)} <= visited_paths(
+        visited
+    )
+    assert {f"{MY_LIST}corpus/", f"{MY_LIST}about/"} <= visited_paths(visited)
+    assert any(path.endswith(".usearch") for path in paths) and any(path.endswith(".onnx") for path in paths)
+    assert any(path.endswith(".wasm") for path in paths) and any(path.endswith(".css") for path in paths)
+
+
+def visited_paths(urls) -> set[str]:
+    return {urlsplit(url).path for url in urls}
+
+
+def test_screenshot_for_the_readme(site_url, watched, tmp_path):
+    """The README's picture is this page; READINGROOM_UPDATE_SCREENSHOT=1 writes it to docs/."""
+    page = watched.page
+    page.set_viewport_size(SCREENSHOT_SIZE)
+    watched.open(site_url)
+    page.evaluate("window.readingRoom.semanticReady")
+    watched.search(KEYWORD_QUESTION)
+    assert len(watched.hits()) >= 3
+    target = SCREENSHOT if os.environ.get("READINGROOM_UPDATE_SCREENSHOT") else tmp_path / "screenshot.png"
+    page.screenshot(path=str(target))
+    data = target.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1100, 760)
+    assert 20_000 < len(data) < 400_000

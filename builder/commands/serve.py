@@ -1,7 +1,9 @@
-"""`python -m builder serve`: the built site on 127.0.0.1, under its base_url, as a static host serves it.
+"""`python -m builder serve`: the built site on 127.0.0.1, under its base_url, as GitHub Pages serves it.
 
 The site's links all start with base_url ("/my-list/" on a GitHub Pages project site), so the server
-mounts the folder at that prefix and redirects "/" there. Content-hashed files and the versioned
+mounts the folder at that prefix: everything outside it is a 404 (only "/" redirects there, for
+convenience), a folder serves its index.html (a folder named without its slash is redirected to it,
+as Pages does) and a folder without one is a 404, never a listing. Content-hashed files and the versioned
 Pyodide folder are cached for good; pages and manifest.json are revalidated on every load.
 """
 
@@ -83,6 +85,11 @@ class SiteHandler(SimpleHTTPRequestHandler):
             self.send_error(HTTPStatus.NOT_FOUND, f"outside the site's base_url {self.base_url}")
             return None
         return super().send_head()
+
+    def list_directory(self, path):
+        """Pages never lists a folder's files; neither does the preview."""
+        self.send_error(HTTPStatus.NOT_FOUND, "no index.html in this folder")
+        return None
 
     def translate_path(self, path: str) -> str:
         path = unquote(urlsplit(path).path)

@@ -233,7 +233,7 @@ def query_encoder(
     from builder.stages.embed import identify
     from builder.stages.encoder import OnnxQueryEncoder
 
-    identity = identify(model, "all-MiniLM-L6-v2", model_dir, "", "")
+    identity = identify("all-MiniLM-L6-v2", model_dir, "", "")
     files = export_encoder(model_dir, identity, cache_dir)
     return OnnxQueryEncoder.from_dir(files.config.parent).encode
 

@@ -70,6 +70,9 @@ class FetchOptions:
     timeout: float = 60.0
     batch_size: int = 50  # ids per id_list API query
     corpus_file: Path = field(default=DEFAULT_CORPUS)  # named in hints; its lock file sits beside it
+    # Ask arXiv for the latest version of every paper the corpus file does not pin, instead of taking
+    # the lock file's (or the cache's, or the mirror's): a list that tracks new versions. Not offline.
+    refresh: bool = False
 
     @property
     def lock_file(self) -> Path:
@@ -211,9 +214,10 @@ class _Fetcher:
             )
             return None
         lock = self.locked.get(arxiv_id)
+        refresh = self.options.refresh and not self.options.offline
         if ref.version:
             wanted = _Wanted(ref, ref.version, "ref")
-        elif lock is not None and VERSION_RE.fullmatch(lock.version):
+        elif lock is not None and VERSION_RE.fullmatch(lock.version) and not refresh:
             wanted = _Wanted(ref, lock.version, "lock")
         else:
             wanted = _Wanted(ref, None, "")
@@ -234,7 +238,7 @@ class _Fetcher:
                     return None
                 self._from_mirror(ref, mirrored)
                 return None
-        else:
+        elif not refresh:  # a refresh asks arXiv which version is the latest; its PDF may be cached
             if mirrored is not None:
                 self._from_mirror(ref, mirrored)
                 return None

@@ -1,0 +1,59 @@
+"""Chunk vectors: the onnxruntime DocumentEncoder gives sentence-transformers' vectors, its engine is part
+of the cache key, and a rebuild with every vector cached never starts it."""
+
+import json
+import shutil
+from dataclasses import replace
+
+import numpy as np
+from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
+
+from builder.pipeline import document_encoder_path
+from builder.stages import embed
+
+LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces
+
+
+def texts_of(site) -> list[str]:
+    """Real chunk texts of a built site (its per-paper text files), a few per paper."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
+    texts = []
+    for paper in papers:
+        chunks = json.loads((site / paper["text"]).read_text())["chunks"]
+        texts += [chunk["t"] for chunk in chunks[:: max(1, len(chunks) // 6)]]
+    return texts
+
+
+def test_document_vectors_equal_sentence_transformers(built_sites, model_dir):
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    encoder = embed.DocumentEncoder(model_dir, identity, document_encoder_path(built_sites.cache, identity))
+    texts = texts_of(built_sites.second) + [LONG, "  padded short text  ", "x"]
+    ours = embed.encode(encoder, texts)
+    reference = embed.encode(embed.load_model(model_dir), texts)
+    assert ours.shape == reference.shape == (len(texts), 384)
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(ours * reference, axis=1))) >= 0.99999
+    alone = embed.encode(encoder, [texts[0]])  # batching and padding do not change a text's vector
+    assert float(alone[0] @ ours[0]) >= 0.999999
+
+
+def test_the_engine_is_part_of_the_cache_key(model_dir):
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    assert (identity.dims, identity.max_tokens) == (384, 256)
+    assert replace(identity, engine="sentence-transformers/torch").cache_key != identity.cache_key
+    assert replace(identity, document_prefix="passage: ").cache_key != identity.cache_key
+
+
+def test_a_rebuild_with_nothing_new_never_starts_the_model(built_sites, tmp_path, mirror_dir, model_dir):
+    cache = tmp_path / "cache"
+    shutil.copytree(built_sites.cache, cache)
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    export = document_encoder_path(cache, identity)
+    assert export.exists()
+    shutil.rmtree(export.parent)  # starting the encoder would export it again
+    corpus = write_corpus(tmp_path / "corpus.toml", (*SMALL_PAPERS, ADDED_PAPER))
+    assert run_build(corpus, tmp_path / "site", cache, mirror_dir) == 0
+    report = json.loads((tmp_path / "site" / "build-report.json").read_text())
+    assert report["embedded_chunks"] == 0
+    assert not export.exists()
