@@ -1,20 +1,26 @@
 """Issue 12 in Debian chromium: what a visitor meets in the first minutes (filters alone, Back, the corpus table).
 
-Uses the four-paper site and the watched pages of test_site_browser (no foreign requests, no console errors).
+Uses the four-paper site and the watched pages of test_site_browser (no foreign requests, no console errors):
+the generated test papers of tests/support/corpus.py, whose titles, authors and years the assertions name.
 """
 
 import pytest
 import test_site_browser as shared
 from conftest import ADDED_PAPER, SMALL_PAPERS
+from support import corpus
+from support.chromium import wait_for
+from support.pyodide import missing_runtime
 from test_site_browser import PARAPHRASE
+
+from builder.commands.serve import serve_in_thread
 
 # The four-paper site, the browser and the watched page of test_site_browser, shared as fixtures.
 served_site, site_url, browser, watched = shared.served_site, shared.site_url, shared.browser, shared.watched
 
-pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+pytestmark = pytest.mark.browser
 
 DOC2QUERY = SMALL_PAPERS[0]
-GQA = SMALL_PAPERS[2]  # "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints"
+GQA = SMALL_PAPERS[2]  # "Grouped-Query Attention: Sharing Key-Value Heads for Fast Decoding"
 IDLE = "document.querySelector('#results').getAttribute('aria-busy') === 'false'"
 
 
@@ -23,9 +29,10 @@ def test_search_in_this_paper_lists_its_sections(site_url, watched):
     page = watched.page
     page.goto(f"{site_url}papers/{DOC2QUERY}/")
     page.click("text=Search in this paper")
+    page.wait_for_url(lambda url: url.startswith(f"{site_url}?q="))  # the search page answers, not the paper page
     page.evaluate("window.readingRoom.ready")
     page.wait_for_selector("#results .message")
-    page.wait_for_function(IDLE)
+    wait_for(page, IDLE)
     hits = watched.hits()
     assert len(hits) >= 3 and {arxiv_id for arxiv_id, _ in hits} == {DOC2QUERY}
     pages = [number for _, number in hits]
@@ -65,14 +72,16 @@ def test_corpus_table_sorts_filters_by_words_and_keeps_filters_in_the_url(site_u
     page.click("th button[data-sort=title]")
     assert titles() == sorted(titles(), key=str.lower)  # the first click sorts A to Z
     assert page.get_attribute("th:has(button[data-sort=title])", "aria-sort") == "ascending"
-    page.fill("#corpus-text", "multi query")  # the title says "Multi-Query"
-    assert len(titles()) == 1 and titles()[0].startswith("GQA")
-    page.wait_for_url("**q=multi+query**")
+    page.fill("#corpus-text", "value key")  # the title says "Key-Value": words, in any order
+    assert titles() == [corpus.GQA.title]
+    page.wait_for_url("**q=value+key**")
     page.select_option("#corpus-tag", "t0")
     page.wait_for_url("**tag=t0**")
     page.reload()
-    assert page.input_value("#corpus-text") == "multi query" and page.input_value("#corpus-tag") == "t0"
-    assert len(titles()) == 1
+    assert page.input_value("#corpus-text") == "value key" and page.input_value("#corpus-tag") == "t0"
+    assert titles() == [corpus.GQA.title]
+    page.select_option("#corpus-tag", "t1")  # GQA is tagged t0 only
+    assert titles() == []
 
 
 def test_a_typo_gets_a_did_you_mean_from_the_corpus(site_url, watched):
@@ -82,7 +91,7 @@ def test_a_typo_gets_a_did_you_mean_from_the_corpus(site_url, watched):
     assert suggestion.inner_text() == "grouped query attention"
     suggestion.click()
     watched.page.wait_for_url("**q=grouped+query+attention**")
-    watched.page.wait_for_function(IDLE)
+    wait_for(watched.page, IDLE)
     assert watched.page.input_value("#q") == "grouped query attention"
     assert watched.page.query_selector("#results .suggestion") is None
     assert watched.hits()[0][0] == GQA
@@ -116,27 +125,64 @@ def test_copy_citation_gives_title_and_a_bibtex_entry(site_url, watched):
     watched.open(site_url + "?mode=bm25")
     watched.search("doc2query")
     page.evaluate("navigator.clipboard.writeText = async (text) => { window.copied = text; }")
+    paper = corpus.DOC2QUERY  # "Expanding Documents with Predicted Queries ...", Rosa Lindqvist and two more, 2019
+    assert watched.hits()[0][0] == DOC2QUERY
+    pages = page.inner_text("#results .hit .pdf-link")  # "p.2" or "pp.2-3"
     page.click("#results .hit .copy")
     cited = page.evaluate("window.copied")
-    assert cited.startswith(f"[arXiv:{DOC2QUERY} p") and "Document Expansion by Query Prediction" in cited
-    assert "(2019)" in cited
+    authors = ", ".join(paper.authors)
+    assert cited == f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}, {pages}."
     page.click("#results .hit .copy-bibtex")
     entry = page.evaluate("window.copied")
-    assert entry.startswith("@misc{nogueira2019document,")
-    assert "title = {{Document Expansion by Query Prediction}}" in entry and f"eprint = {{{DOC2QUERY}}}" in entry
+    assert entry.startswith("@misc{lindqvist2019expanding,\n")  # first author's surname, year, first title word
+    assert f"  title = {{{{{paper.title}}}}}," in entry and f"  eprint = {{{DOC2QUERY}}}," in entry
+    assert f"  author = {{{' and '.join(paper.authors)}}}," in entry and "  year = {2019}," in entry
     assert entry.rstrip().endswith("}")
 
 
-def test_more_results_and_sorting_papers_by_date(site_url, watched):
+def test_sorting_papers_by_date_and_no_more_results_past_the_end(site_url, watched):
     page = watched.page
     watched.open(site_url + "?mode=bm25")
     watched.search("model data results training method performance table")
     first = watched.hits()
+    # One passage per page of 4 five-page papers: fewer than a page of results, so nothing more to ask for.
+    assert 4 < len(first) < 20 and page.query_selector("#results button.more") is None
+    page.select_option("#sort", "date")
+    page.wait_for_url("**sort=date**")
+    groups = page.query_selector_all("#results .paper-group")
+    years = [int(group.query_selector(".meta").inner_text().split(" · ")[-2]) for group in groups]
+    assert len(groups) > 1 and years == sorted(years, reverse=True)
+    # The first version's year: doc2query's v2 came out in 2020 and still reads 2019.
+    first_years = {topic.arxiv_id: int(topic.published[:4]) for topic in corpus.TOPICS}
+    assert years == [first_years[group.get_attribute("data-arxiv-id")] for group in groups]
+    assert sorted(watched.hits()) == sorted(first)  # the same passages, papers reordered
+    page.select_option("#sort", "")
+    assert watched.hits() == first
+
+
+@pytest.fixture(scope="module")
+def mirror_url(mirror_site):
+    """The four real mirror papers, 7-8 pages each: more passages than one page of results shows."""
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    server, url = serve_in_thread(mirror_site)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.mirror
+def test_more_results_continue_the_ranking(mirror_url, watched):
+    page = watched.page
+    watched.open(mirror_url + "?mode=bm25")
+    watched.search("model data results training method performance table")
+    first = watched.hits()
     assert len(first) == 20
     page.click("#results button.more")
-    page.wait_for_function("document.querySelectorAll('#results .hit').length > 20")
+    wait_for(page, "document.querySelectorAll('#results .hit').length > 20")
     assert watched.hits()[:20] == first  # the same ranking, continued
-    assert page.evaluate("document.activeElement.classList.contains('hit')")
+    active = "[document.activeElement.dataset.arxivId, Number(document.activeElement.dataset.page)]"
+    assert tuple(page.evaluate(active)) == watched.hits()[20]  # focus where the new passages begin
     page.select_option("#sort", "date")
     page.wait_for_url("**sort=date**")
     years = [int(m.inner_text().split(" · ")[-2]) for m in page.query_selector_all("#results .paper-group .meta")]
