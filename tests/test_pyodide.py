@@ -97,7 +97,7 @@ def test_searches_match_cpython_in_every_mode(site, wheel):
 def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
     """What worker.js calls (readingroom_core.browser): token ids and JSON search replies, vectors and
     facet filters included, the same in Pyodide as in CPython."""
-    queries = [*dev_queries()[:10], *KEYWORD_QUERIES, "year:abc attention"]
+    queries = [*dev_queries()[:10], *KEYWORD_QUERIES, "zzqx", "grouped query attenton", "year:abc attention"]
     vectors = encode_queries(site, queries)
     cases = [
         {"query": query, "k": 10, "mode": MODES[n % 3], "vector": vector, "filters": {}}
@@ -112,9 +112,11 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         where = f"{case['mode']} {case['query']!r}"
         assert have["ids"] == want["ids"], where
         assert have.get("error") == want.get("error"), where
+        assert (have.get("weak"), have.get("suggestion")) == (want.get("weak"), want.get("suggestion")), where
         assert_same_hits(want.get("hits", []), have.get("hits", []), where)
+    assert expected[-4]["suggestion"] == "grouped query attention"
     assert "is not a year filter" in expected[-3]["error"]
-    assert expected[-2]["hits"] and expected[-1] == {"ids": expected[-1]["ids"], "hits": []}
+    assert expected[-2]["hits"] and expected[-1] == {"ids": expected[-1]["ids"], "hits": [], "weak": False, "suggestion": None}
     assert sum(bool(reply.get("hits")) for reply in expected) >= 20
 
 
