@@ -148,7 +148,7 @@ def fetch(url: str) -> tuple[int, Message, bytes]:
         with opener.open(url) as response:
             return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.headers, b""
+        return error.code, error.headers, error.read()
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -201,7 +201,8 @@ def test_server_answers_folders_as_github_pages_does(hostile_site):
         assert not (hostile_site / "data" / "index.html").exists()
         status, _, body = fetch(url + "data/")
         assert status == 404  # a listing of the folder would be a 200
-        assert fetch(url + "no-such-page/")[0] == 404
+        status, _, body = fetch(url + "no-such-page/")  # Pages answers with the site's own 404 page
+        assert (status, body) == (404, (hostile_site / "404.html").read_bytes())
         assert fetch(url[: -len(BASE)] + "/other" + BASE)[0] == 404
     finally:
         server.shutdown()

@@ -86,6 +86,20 @@ class SiteHandler(SimpleHTTPRequestHandler):
             return None
         return super().send_head()
 
+    def send_error(self, code, message=None, explain=None):
+        """Like Pages, a missing file inside the site gets the site's own 404.html, with status 404."""
+        page = Path(self.directory) / "404.html"
+        if code != HTTPStatus.NOT_FOUND or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def list_directory(self, path):
         """Pages never lists a folder's files; neither does the preview."""
         self.send_error(HTTPStatus.NOT_FOUND, "no index.html in this folder")
