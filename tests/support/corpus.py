@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -275,6 +275,18 @@ RENORMALIZATION = Topic(
 
 TOPICS = (DOC2QUERY, DISTILLATION, GQA, RENORMALIZATION)
 PAPERS = tuple(topic.arxiv_id for topic in TOPICS)
+
+
+def lengthened(topic: Topic, arxiv_id: str, parts: int) -> Topic:
+    """`topic` written `parts` times over under another id, one version: a paper of about 5 x `parts` pages."""
+    sections = [title if part == 1 else f"{title}, Part {part}" for part in range(1, parts + 1) for title in topic.sections]
+    return replace(topic, arxiv_id=arxiv_id, sections=sections, versions=1)
+
+
+# Long papers (about 60 pages each), for builds that must still be parsing or embedding when they are killed.
+LONG_TOPICS = tuple(lengthened(topic, f"2506.{n:05d}", 12) for n, topic in enumerate(TOPICS, start=1))
+LONG_PAPERS = tuple(topic.arxiv_id for topic in LONG_TOPICS)
+TOPIC_BY_ID = {topic.arxiv_id: topic for topic in (*TOPICS, *LONG_TOPICS)}
 PARAGRAPHS_PER_SECTION = 7
 SENTENCES_PER_PARAGRAPH = (5, 8)
 
@@ -464,12 +476,15 @@ class GeneratedPaper:
 
 
 @cache
+def generated(arxiv_id: str) -> GeneratedPaper:
+    topic = TOPIC_BY_ID[arxiv_id]
+    versions = [write_pdf(topic, number) for number in range(1, topic.versions + 1)]
+    return GeneratedPaper(topic, [pdf for pdf, _ in versions], versions[-1][1])
+
+
 def papers() -> dict[str, GeneratedPaper]:
-    generated = {}
-    for topic in TOPICS:
-        versions = [write_pdf(topic, number) for number in range(1, topic.versions + 1)]
-        generated[topic.arxiv_id] = GeneratedPaper(topic, [pdf for pdf, _ in versions], versions[-1][1])
-    return generated
+    """The four papers of the suite's corpus (the long ones are made only when asked for)."""
+    return {arxiv_id: generated(arxiv_id) for arxiv_id in PAPERS}
 
 
 def questions() -> list[dict]:
@@ -500,6 +515,12 @@ def write_questions(path: Path) -> Path:
     return path
 
 
+def version_date(topic: Topic, number: int) -> str:
+    """The date of version `number`: v1 on the publication date, later ones in January of the years after."""
+    year = int(topic.published[:4])
+    return topic.published[:10] if number == 1 else f"{year + number - 1}-01-15"
+
+
 def serve(server: FakeArxiv) -> None:
     """Put the four papers, every version, on the loopback arXiv."""
     for paper in papers().values():
@@ -514,28 +535,30 @@ def serve(server: FakeArxiv) -> None:
             categories=list(topic.categories),
         )
         for number, pdf in enumerate(paper.pdfs, start=1):
-            updated = topic.published if number == 1 else f"{int(topic.published[:4]) + 1}-01-15T09:00:00Z"
+            updated = topic.published if number == 1 else f"{version_date(topic, number)}T09:00:00Z"
             fake.versions.append(FakeVersion(version=f"v{number}", pdf=pdf, updated=updated))
         server.papers[topic.arxiv_id] = fake
 
 
 def write_mirror(folder: Path, ids=PAPERS) -> Path:
-    """A local mirror (`pdf/<id>.pdf`, `meta/<id>.json` as ../shared/arxiv-mirror has them) of `ids`."""
+    """A local mirror of `ids` (any of PAPERS and LONG_PAPERS) as ../shared/arxiv-mirror has it: `pdf/<id>.pdf`,
+    and `meta/<id>.json` with the latest version, its date, and `published` only when that version is v1."""
     (folder / "pdf").mkdir(parents=True, exist_ok=True)
     (folder / "meta").mkdir(parents=True, exist_ok=True)
     for arxiv_id in ids:
-        paper = papers()[arxiv_id]
+        paper = generated(arxiv_id)
         topic = paper.topic
         (folder / "pdf" / f"{arxiv_id}.pdf").write_bytes(paper.latest)
         meta = {
-            "id": arxiv_id,
+            "arxiv_id": arxiv_id,
             "version": f"v{topic.versions}",
             "title": topic.title,
             "authors": topic.authors,
             "abstract": topic.abstract,
             "categories": topic.categories,
             "primary_category": topic.categories[0],
-            "published": topic.published[:10],
+            "published": topic.published[:10] if topic.versions == 1 else "",
+            "version_date": version_date(topic, topic.versions),
             "pdf_sha256": hashlib.sha256(paper.latest).hexdigest(),
         }
         (folder / "meta" / f"{arxiv_id}.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
