@@ -10,6 +10,7 @@ load_onnxruntime_first()  # test modules import usearch at their top
 
 from support import corpus  # noqa: E402
 from support.arxiv_server import FakeArxiv  # noqa: E402
+from support.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from builder.paths import SHARED_MIRROR, bundled_model_dir  # noqa: E402
 
@@ -49,6 +50,23 @@ def generated_corpus(tmp_path_factory) -> GeneratedCorpus:
         corpus.serve(server)
         questions = corpus.write_questions(tmp_path_factory.mktemp("questions") / "questions.jsonl")
         yield GeneratedCorpus(server, questions)
+
+
+@pytest.fixture(scope="session")
+def generated_mirror(tmp_path_factory) -> Path:
+    """The four papers as a local mirror folder (read-only by convention: copy it to change it)."""
+    return corpus.write_mirror(tmp_path_factory.mktemp("generated-mirror"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through playwright, one per test module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,11 @@ from test_site_browser import (  # noqa: F401
     BASE,
     DOC2QUERY,
     KEYWORD_QUESTION,
-    browser,
     served_site,
     site_url,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+pytestmark = pytest.mark.browser
 
 KEY = "test-key"
 QUESTION = KEYWORD_QUESTION + "?"

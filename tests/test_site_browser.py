@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from support import corpus
-from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
+from support.chromium import CHROMIUM, TOP_CHUNK_IDS, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
@@ -62,16 +62,6 @@ def served_site(built_sites, tmp_path_factory, generated_corpus):
 @pytest.fixture(scope="module")
 def site_url(served_site):
     return served_site[1]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 class Watched:

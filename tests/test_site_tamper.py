@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from conftest import SMALL_PAPERS, run_build
-from support.chromium import CHROMIUM, CHROMIUM_ARGS, wait_for
+from support.chromium import CHROMIUM, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
 from readingroom_core.hnsw import UsearchFile
 
-pytestmark = [pytest.mark.browser, pytest.mark.mirror]
+pytestmark = pytest.mark.browser
 
 LOAD_TIMEOUT_MS = 90_000
 QUERY = "predicted queries appended to documents"
@@ -28,7 +28,7 @@ TAGS = (["deep learning"], ["deep", "learning"], ["it's <b>"])  # spaces and mar
 
 
 @pytest.fixture(scope="module")
-def clean_site(built_sites, tmp_path_factory, mirror_dir) -> Path:
+def clean_site(built_sites, tmp_path_factory, generated_mirror) -> Path:
     if missing_runtime():
         pytest.skip(missing_runtime())
     if not CHROMIUM.exists():
@@ -42,18 +42,8 @@ def clean_site(built_sites, tmp_path_factory, mirror_dir) -> Path:
     )
     corpus = root / "corpus.toml"
     corpus.write_text(f'[site]\ntitle = "Tamper test"\n\n{entries}', encoding="utf-8")
-    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    assert run_build(corpus, root / "site", cache, generated_mirror) == 0
     return root / "site"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def manifest_of(site: Path) -> dict:

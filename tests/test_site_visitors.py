@@ -14,8 +14,8 @@ from test_site_browser import PARAPHRASE
 
 from builder.commands.serve import serve_in_thread
 
-# The four-paper site, the browser and the watched page of test_site_browser, shared as fixtures.
-served_site, site_url, browser, watched = shared.served_site, shared.site_url, shared.browser, shared.watched
+# The four-paper site and the watched page of test_site_browser, shared as fixtures (the browser is conftest's).
+served_site, site_url, watched = shared.served_site, shared.site_url, shared.watched
 
 pytestmark = pytest.mark.browser
 
