@@ -45,7 +45,7 @@ def test_the_engine_is_part_of_the_cache_key(model_dir):
     assert replace(identity, document_prefix="passage: ").cache_key != identity.cache_key
 
 
-def test_a_rebuild_with_nothing_new_never_starts_the_model(built_sites, tmp_path, mirror_dir, model_dir):
+def test_a_rebuild_with_nothing_new_never_starts_the_model(built_sites, tmp_path, generated_mirror, model_dir):
     cache = tmp_path / "cache"
     shutil.copytree(built_sites.cache, cache)
     identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
@@ -53,7 +53,7 @@ def test_a_rebuild_with_nothing_new_never_starts_the_model(built_sites, tmp_path
     assert export.exists()
     shutil.rmtree(export.parent)  # starting the encoder would export it again
     corpus = write_corpus(tmp_path / "corpus.toml", (*SMALL_PAPERS, ADDED_PAPER))
-    assert run_build(corpus, tmp_path / "site", cache, mirror_dir) == 0
+    assert run_build(corpus, tmp_path / "site", cache, generated_mirror) == 0
     report = json.loads((tmp_path / "site" / "build-report.json").read_text())
     assert report["embedded_chunks"] == 0
     assert not export.exists()

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SMALL_PAPERS, run_build, write_corpus
+from support import corpus as generated
 
 from builder.paths import REPO_ROOT
-
-pytestmark = pytest.mark.mirror
 
 
 def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path) -> subprocess.Popen:
@@ -88,21 +87,28 @@ def alive(pids: set[int]) -> set[int]:
     return left
 
 
-# Long papers (54-68 pages): parsing them takes long enough to be interrupted.
-LONG_PAPERS = ("2203.02155", "2205.10625", "2303.15647", "2210.11416")
-EMBED_PAPER = "2205.14135"  # 34 pages, about 150 passages: a few embedding checkpoints of 64
+# Generated long papers (46-50 pages, about 0.35 s of parsing each): killed after the first is parsed,
+# the build is still parsing the others.
+LONG_PAPERS = generated.LONG_PAPERS
+EMBED_PAPER = LONG_PAPERS[0]  # 50 pages, a few embedding checkpoints of 64 passages
+
+
+@pytest.fixture(scope="module")
+def long_mirror(tmp_path_factory) -> Path:
+    return generated.write_mirror(tmp_path_factory.mktemp("long-mirror"), LONG_PAPERS)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts processes through /proc")
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one CPU: the build parses without worker processes")
-def test_parse_workers_die_with_a_killed_build(tmp_path, mirror_dir):
+def test_parse_workers_die_with_a_killed_build(tmp_path, long_mirror):
     root, cache = tmp_path, tmp_path / "cache"
     corpus = write_corpus(root / "readingroom.toml", LONG_PAPERS)
-    build = start_build(corpus, root / "site", cache, mirror_dir, root / "parse-kill.log")
+    build = start_build(corpus, root / "site", cache, long_mirror, root / "parse-kill.log")
     workers = wait_for(
         lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
     )
-    time.sleep(1.0)  # let them start on a paper
+    parsed = wait_for(lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper")  # they are at work
+    assert len(parsed) < len(LONG_PAPERS) and alive(workers) == workers, "parsing ended before the kill"
     kill_hard(build)
     deadline = time.monotonic() + 10
     while alive(workers) and time.monotonic() < deadline:
@@ -121,12 +127,12 @@ def old_site(built_sites, tmp_path) -> Path:
     return site
 
 
-def test_a_reading_list_without_papers_leaves_the_old_site(tmp_path, built_sites, mirror_dir, capsys):
+def test_a_reading_list_without_papers_leaves_the_old_site(tmp_path, built_sites, generated_mirror, capsys):
     site = old_site(built_sites, tmp_path)
     before = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
     for ids, why in (([], "lists no papers"), (["2401.99999"], "every paper failed")):
         corpus = write_corpus(tmp_path / "readingroom.toml", ids)
-        assert run_build(corpus, site, built_sites.cache, mirror_dir) == 1
+        assert run_build(corpus, site, built_sites.cache, generated_mirror) == 1
         err = capsys.readouterr().err
         assert why in err and f"the site in {site}/ was left as it was" in err
         after = {p.relative_to(site): p.read_bytes() for p in site.rglob("*") if p.is_file()}
@@ -134,11 +140,11 @@ def test_a_reading_list_without_papers_leaves_the_old_site(tmp_path, built_sites
     assert not list(tmp_path.glob(".site.*"))
 
 
-def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, built_sites, mirror_dir):
+def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, built_sites, generated_mirror):
     site = old_site(built_sites, tmp_path)
     old_manifest = (site / "manifest.json").read_bytes()
     corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS[:2], title="New title")
-    build = start_build(corpus, site, built_sites.cache, mirror_dir, tmp_path / "build.log")
+    build = start_build(corpus, site, built_sites.cache, generated_mirror, tmp_path / "build.log")
     staged_data = wait_for(
         lambda: [p for p in tmp_path.glob(".site.building-*/data/*") if p.is_file()], build, "site data"
     )
@@ -147,7 +153,7 @@ def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, buil
     assert manifest_files_present(site) == []
     assert (site / "CNAME").exists()
 
-    assert run_build(corpus, site, built_sites.cache, mirror_dir) == 0
+    assert run_build(corpus, site, built_sites.cache, generated_mirror) == 0
     manifest = json.loads((site / "manifest.json").read_text())
     assert manifest["title"] == "New title" and manifest["counts"]["papers"] == 2
     assert manifest_files_present(site) == []
@@ -155,10 +161,10 @@ def test_a_build_killed_while_writing_the_site_leaves_the_old_one(tmp_path, buil
     assert not list(tmp_path.glob(".site.*")), "the killed build's staging folder was not cleaned up"
 
 
-def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, mirror_dir):
+def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, long_mirror):
     root, cache = tmp_path, tmp_path / "cache"
     corpus = write_corpus(root / "readingroom.toml", [EMBED_PAPER])
-    build = start_build(corpus, root / "site", cache, mirror_dir, root / "embed-kill.log")
+    build = start_build(corpus, root / "site", cache, long_mirror, root / "embed-kill.log")
     wait_for(lambda: list(cache.glob("embeddings/*/checkpoints/*.npz")), build, "an embedding checkpoint")
     kill_hard(build)
     saved = 0
@@ -167,7 +173,7 @@ def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, m
             saved += len(checkpoint["keys"])
     assert saved > 0 and not (root / "site").exists()
 
-    assert run_build(corpus, root / "site", cache, mirror_dir) == 0
+    assert run_build(corpus, root / "site", cache, long_mirror) == 0
     report = json.loads((root / "site" / "build-report.json").read_text())
     assert report["papers"] == 1 and report["chunks"] > 64  # more than one checkpoint's worth
     assert report["embedded_chunks"] == report["chunks"] - saved  # nothing embedded twice

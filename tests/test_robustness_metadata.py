@@ -134,13 +134,12 @@ def test_a_damaged_cache_record_is_named_offline_and_repaired_from_the_mirror(
     assert with_mirror.failures == [] and with_mirror.papers[0].source == "mirror"
 
 
-@pytest.mark.mirror
-def test_a_build_with_bad_metadata_builds_the_rest(tmp_path, built_sites, mirror_dir, hostile_mirror, capsys):
+def test_a_build_with_bad_metadata_builds_the_rest(tmp_path, built_sites, generated_mirror, hostile_mirror, capsys):
     mirror = tmp_path / "mirror"
     shutil.copytree(hostile_mirror, mirror)
     good = SMALL_PAPERS[0]
-    shutil.copy(mirror_dir / "pdf" / f"{good}.pdf", mirror / "pdf")
-    shutil.copy(mirror_dir / "meta" / f"{good}.json", mirror / "meta")
+    shutil.copy(generated_mirror / "pdf" / f"{good}.pdf", mirror / "pdf")
+    shutil.copy(generated_mirror / "meta" / f"{good}.json", mirror / "meta")
     bad = ["2501.00002", "2501.00004", "2501.00005", "2501.00010", "2501.00011"]
     corpus = write_corpus(tmp_path / "readingroom.toml", [good, *bad])
 

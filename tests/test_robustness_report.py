@@ -4,20 +4,17 @@ ask a researcher to delete a file from their own mirror."""
 import json
 import shutil
 
-import pytest
 from conftest import SMALL_PAPERS, run_build, write_corpus
 from support.pdfgen import write_not_a_pdf, write_truncated
 
-pytestmark = pytest.mark.mirror
 
-
-def test_the_report_and_corpus_page_name_folders_by_role(tmp_path, built_sites, mirror_dir, capsys):
+def test_the_report_and_corpus_page_name_folders_by_role(tmp_path, built_sites, generated_mirror, capsys):
     mirror = tmp_path / "my mirror"
     (mirror / "pdf").mkdir(parents=True)
     (mirror / "meta").mkdir()
     good = SMALL_PAPERS[0]
-    shutil.copy(mirror_dir / "pdf" / f"{good}.pdf", mirror / "pdf")
-    shutil.copy(mirror_dir / "meta" / f"{good}.json", mirror / "meta")
+    shutil.copy(generated_mirror / "pdf" / f"{good}.pdf", mirror / "pdf")
+    shutil.copy(generated_mirror / "meta" / f"{good}.json", mirror / "meta")
     broken = {"2501.00001": write_not_a_pdf, "2501.00002": write_truncated}
     for arxiv_id, write in broken.items():
         write(mirror / "pdf" / f"{arxiv_id}.pdf")
