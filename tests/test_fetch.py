@@ -1,16 +1,16 @@
-"""The fetch stage against a loopback fake arXiv (tests/support/arxiv_server.py) and the shared mirror."""
+"""The fetch stage against a loopback fake arXiv (tests/support/arxiv_server.py) and a mirror folder of generated papers."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import socket
 from collections import deque
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from support import corpus
 from support.arxiv_server import FakeArxiv
 
 from builder.models import Failure, PaperRef
@@ -357,69 +357,60 @@ def test_lock_file_pins_the_version_and_guards_the_checksum(tmp_path, server):
 # --------------------------------------------------------------------------------------- mirror
 
 
-@pytest.mark.mirror
-def test_mirror_papers_are_used_in_place_and_others_go_online(tmp_path, server, mirror_dir):
-    server.add_paper("2412.00001")
-    refs = [PaperRef("1706.03762"), PaperRef("2412.00001"), PaperRef("2005.11401")]
+# Generated papers in a mirror folder laid out as ../shared/arxiv-mirror is: doc2query's copy is v2 (its
+# record has a version date and no first-publication date), grouped-query attention's is v1.
+DOC2QUERY, GQA = corpus.DOC2QUERY, corpus.GQA
 
-    result = fetch_papers(refs, make_options(tmp_path, server, mirror=mirror_dir), progress=False)
+
+@pytest.fixture
+def small_mirror(tmp_path) -> Path:
+    """Two generated papers in a mirror folder of this test's own (writable)."""
+    return corpus.write_mirror(tmp_path / "mirror", [DOC2QUERY.arxiv_id, GQA.arxiv_id])
+
+
+def test_mirror_papers_are_used_in_place_and_others_go_online(tmp_path, server, small_mirror):
+    server.add_paper("2412.00001")
+    refs = [PaperRef(DOC2QUERY.arxiv_id), PaperRef("2412.00001"), PaperRef(GQA.arxiv_id)]
+
+    result = fetch_papers(refs, make_options(tmp_path, server, mirror=small_mirror), progress=False)
 
     assert result.failures == []
     assert [p.source for p in result.papers] == ["mirror", "arxiv", "mirror"]
-    attention = result.papers[0]
-    mirror_meta = json.loads((mirror_dir / "meta/1706.03762.json").read_text())
-    assert Path(attention.pdf_path) == (mirror_dir / "pdf/1706.03762.pdf").absolute()  # not copied
-    assert attention.pdf_sha256 == mirror_meta["pdf_sha256"]
-    meta = attention.meta
-    assert (meta.version, meta.title, meta.updated, meta.published) == (
-        "v7",
-        "Attention Is All You Need",
-        "2023-08-02",
-        "",
-    )
-    assert meta.authors[0] == "Ashish Vaswani" and meta.primary_category == "cs.CL"
-    assert result.papers[2].meta.version == "v4"
-    assert not (tmp_path / "cache/papers/1706.03762").exists()
+    doc2query = result.papers[0]
+    mirror_meta = json.loads((small_mirror / f"meta/{DOC2QUERY.arxiv_id}.json").read_text())
+    assert Path(doc2query.pdf_path) == (small_mirror / f"pdf/{DOC2QUERY.arxiv_id}.pdf").absolute()  # not copied
+    assert doc2query.pdf_sha256 == mirror_meta["pdf_sha256"]
+    meta = doc2query.meta
+    assert (meta.version, meta.title, meta.updated, meta.published) == ("v2", DOC2QUERY.title, "2020-01-15", "")
+    assert meta.authors == DOC2QUERY.authors and meta.primary_category == "cs.IR"
+    assert (result.papers[2].meta.version, result.papers[2].meta.published) == ("v1", "2023-05-22")
+    assert not (tmp_path / f"cache/papers/{DOC2QUERY.arxiv_id}").exists()
     assert [r.query["id_list"] for r in server.api_requests()] == ["2412.00001"]
     assert len(server.requests) == 2
 
 
-@pytest.fixture
-def small_mirror(tmp_path, mirror_dir) -> Path:
-    """Two papers of the shared mirror copied into tmp_path (writable)."""
-    mirror = tmp_path / "mirror"
-    for sub in ("pdf", "meta"):
-        (mirror / sub).mkdir(parents=True)
-    for arxiv_id in ("1706.03762", "2005.11401"):
-        shutil.copyfile(mirror_dir / "pdf" / f"{arxiv_id}.pdf", mirror / "pdf" / f"{arxiv_id}.pdf")
-        shutil.copyfile(mirror_dir / "meta" / f"{arxiv_id}.json", mirror / "meta" / f"{arxiv_id}.json")
-    return mirror
-
-
-@pytest.mark.mirror
 def test_mirror_checksum_mismatch_is_a_failure(tmp_path, server, small_mirror):
-    pdf = small_mirror / "pdf" / "2005.11401.pdf"
+    pdf = small_mirror / "pdf" / f"{GQA.arxiv_id}.pdf"
     data = bytearray(pdf.read_bytes())
     data[len(data) // 2] ^= 0xFF
     pdf.write_bytes(bytes(data))
 
     result = fetch_papers(
-        [PaperRef("1706.03762"), PaperRef("2005.11401")],
+        [PaperRef(DOC2QUERY.arxiv_id), PaperRef(GQA.arxiv_id)],
         make_options(tmp_path, server, mirror=small_mirror),
         progress=False,
     )
 
-    assert [p.meta.arxiv_id for p in result.papers] == ["1706.03762"]
+    assert [p.meta.arxiv_id for p in result.papers] == [DOC2QUERY.arxiv_id]
     [failure] = result.failures
-    assert failure.arxiv_id == "2005.11401" and "damaged" in failure.reason
+    assert failure.arxiv_id == GQA.arxiv_id and "damaged" in failure.reason
     assert_one_line(result.failures)
     assert server.requests == []
 
 
-@pytest.mark.mirror
 def test_version_the_mirror_lacks_is_a_failure(tmp_path, server, small_mirror):
-    refs = [PaperRef("1706.03762", version="v5"), PaperRef("2005.11401")]
-    locked = {"2005.11401": LockEntry("v2", "0" * 64)}
+    refs = [PaperRef(DOC2QUERY.arxiv_id, version="v1"), PaperRef(GQA.arxiv_id)]
+    locked = {GQA.arxiv_id: LockEntry("v2", "0" * 64)}
 
     result = fetch_papers(
         refs, make_options(tmp_path, server, mirror=small_mirror), locked=locked, progress=False
@@ -427,18 +418,18 @@ def test_version_the_mirror_lacks_is_a_failure(tmp_path, server, small_mirror):
 
     assert result.papers == [] and server.requests == []
     failures = by_id(result.failures)
-    assert "the mirror holds v7, not v5" in failures["1706.03762"].reason
-    assert "pin the mirror's version v7" in failures["1706.03762"].hint
-    assert "the mirror holds v4, not v2" in failures["2005.11401"].reason
-    assert "corpus/readingroom.lock" in failures["2005.11401"].hint
+    assert "the mirror holds v2, not v1" in failures[DOC2QUERY.arxiv_id].reason
+    assert "pin the mirror's version v2" in failures[DOC2QUERY.arxiv_id].hint
+    assert "the mirror holds v1, not v2" in failures[GQA.arxiv_id].reason
+    assert "corpus/readingroom.lock" in failures[GQA.arxiv_id].hint
     assert_one_line(result.failures)
 
     # The mirror's own version with a matching lock entry is fine.
-    pinned = json.loads((small_mirror / "meta/2005.11401.json").read_text())
+    pinned = json.loads((small_mirror / f"meta/{GQA.arxiv_id}.json").read_text())
     ok = fetch_papers(
-        [PaperRef("1706.03762", version="v7"), PaperRef("2005.11401")],
+        [PaperRef(DOC2QUERY.arxiv_id, version="v2"), PaperRef(GQA.arxiv_id)],
         make_options(tmp_path, server, mirror=small_mirror, offline=True),
-        locked={"2005.11401": LockEntry("v4", pinned["pdf_sha256"])},
+        locked={GQA.arxiv_id: LockEntry("v1", pinned["pdf_sha256"])},
         progress=False,
     )
     assert ok.failures == [] and [p.source for p in ok.papers] == ["mirror", "mirror"]
