@@ -10,8 +10,6 @@ from mock_llm import MockLLM
 
 from builder.cli import main
 
-pytestmark = pytest.mark.mirror
-
 KEY = "sk-test-7f3a9c1e"
 QUESTION = "How many predicted queries does doc2query append to each document, and how are they decoded?"
 PROVIDERS = ("openai", "anthropic", "gemini")

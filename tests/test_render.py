@@ -18,8 +18,6 @@ from builder.stages.manifest import read_manifest
 from builder.stages.render import render_site
 from builder.stages.report import BuildReport
 
-pytestmark = pytest.mark.mirror
-
 HOSTILE_TITLE = '<script>alert("title")</script> & Co'
 HOSTILE_NOTE = '<img src=x onerror="alert(1)">'
 BASE = "/sub/path/"
