@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import corpus
 from support.pyodide import NODE_SCRIPT, find_node, missing_runtime, run_in_cpython, run_in_pyodide
 
 from builder.evaluation.evaluate import query_encoder
@@ -68,9 +69,9 @@ def encode(site):
     return lambda text: [float(x) for x in encoder.encode([embedding_text(text)])[0]]
 
 
-def dev_questions(count: int) -> list[str]:
-    lines = DEV_QUESTIONS.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line)["query"] for line in lines if line.strip()][:count]
+def site_questions(count: int) -> list[str]:
+    """Questions about the test site's generated papers (tests/support/corpus.py)."""
+    return [row["query"] for row in corpus.questions()][:count]
 
 
 def whole_pages(engine) -> list[Source]:
@@ -88,11 +89,11 @@ def whole_pages(engine) -> list[Source]:
 def test_prompts_stay_within_the_budget_by_real_tokenizers(engine, encode):
     long_question = " ".join(engine.chunk(5)["t"].split()[:220]) + " What does this paragraph claim, and why?"
     questions = [
-        *dev_questions(6),
+        *site_questions(6),
         long_question,
         "Wie schätzt QLoRA 4-bit NF4 (≈0.37 bits/param) ab? β₁=0.9",
     ]
-    previous = Turn(dev_questions(1)[0], " ".join(engine.chunk(9)["t"].split()) * 2)
+    previous = Turn(site_questions(1)[0], " ".join(engine.chunk(9)["t"].split()) * 2)
     prompts, budgets = [], []
     for budget in (1200, 3000, DEFAULT_BUDGET, 12000):
         for question in questions:
@@ -126,7 +127,7 @@ def test_a_question_too_long_for_the_budget_is_a_clear_error(engine):
 
 
 def test_sources_are_numbered_labelled_and_delimited(engine, encode):
-    question = dev_questions(1)[0]
+    question = site_questions(1)[0]
     found = select_evidence(engine, question, encode(question))
     content = found.prompt.messages[-1]["content"]
     assert len(found.sources) >= 5
@@ -163,7 +164,7 @@ def test_paper_text_cannot_break_out_of_its_source():
 
 
 def test_page_texts_are_exact_and_sources_lie_in_them(engine, encode):
-    question = dev_questions(2)[1]
+    question = site_questions(2)[1]
     found = select_evidence(engine, question, encode(question))
     for source in found.sources:
         pages = found.pages[source.arxiv_id]
@@ -213,7 +214,7 @@ def test_pyodide_gives_the_browser_the_same_evidence(site, encode, tmp_path):
     reason = missing_runtime()
     if reason:
         pytest.skip(reason)
-    questions = dev_questions(3)
+    questions = site_questions(3)
     cases = [{"question": q, "vector": encode(retrieval_query(q)), "budget": 4000} for q in questions]
     cases.append(
         {"question": "And how big is it?", "history": [{"question": questions[0], "answer": "Small."}]}
