@@ -45,7 +45,7 @@ def measure_pdf(path: Path) -> dict[str, Counter]:
         if not any("\ufffd" in span["text"] for span in spans(data)):
             continue
         raw = list(spans(page.get_text("rawdict", flags=FLAGS)))
-        mapped = list(spans(map_unmapped(page, FLAGS, fonts)))
+        mapped = list(spans(map_unmapped(page, page.get_text("rawdict", flags=FLAGS), FLAGS, fonts)))
         for before, after in zip(raw, mapped, strict=True):
             chars = [char["c"] for char in before["chars"]]
             if "\ufffd" not in chars:

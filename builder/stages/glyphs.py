@@ -193,22 +193,32 @@ def font_names(doc: pymupdf.Document, xref: int) -> dict[int, str]:
 
 
 class FontGlyphs:
-    """Per document: each font's codes that map to text, read once per font when first needed."""
+    """Per document: each font's codes that map to text, read once per font and only when needed."""
 
     def __init__(self, doc: pymupdf.Document):
         self._doc = doc
         self._by_xref: dict[int, dict[int, str] | None] = {}
 
-    def tables(self, page: pymupdf.Page) -> dict[str, dict[int, str] | None]:
-        """Code -> text for each font on the page, keyed by font name without the subset prefix; None
-        for a picture or icon font, all of whose glyphs are drawing pieces."""
-        found = {}
-        for xref, _, _, basefont, _, _ in page.get_fonts():
-            font = basefont.split("+", 1)[-1]
-            if xref not in self._by_xref:
-                self._by_xref[xref] = None if _PICTURE_FONT.search(font) else self._table(xref, font)
-            found[font] = self._by_xref[xref]
-        return found
+    def text_of(self, page_fonts: dict[str, int], span_font: str, code: int | None) -> str | None:
+        """What glyph `code` of a span's font stands for ("" for a drawing piece), None if unknown.
+
+        `page_fonts` maps the page's font names (no subset prefix) to their xrefs; pymupdf cuts long
+        names short ("LMMathExtension10-Regula"), so a prefix names the font too.
+        """
+        name = (
+            span_font
+            if span_font in page_fonts
+            else next((n for n in page_fonts if n.startswith(span_font)), None)
+        )
+        if name is None:
+            return None
+        xref = page_fonts[name]
+        if xref not in self._by_xref:
+            self._by_xref[xref] = None if _PICTURE_FONT.search(name) else self._table(xref, name)
+        table = self._by_xref[xref]
+        if table is None:
+            return ""  # every glyph of a picture or icon font is a drawing piece
+        return None if code is None else table.get(code)
 
     def _table(self, xref: int, font: str) -> dict[int, str]:
         """The font's own names first; a math extension font's fixed layout where they say nothing."""
@@ -224,64 +234,51 @@ class FontGlyphs:
         return table
 
 
-def map_unmapped(page: pymupdf.Page, flags: int, fonts: FontGlyphs) -> dict:
-    """The page's "dict" text with U+FFFD glyphs replaced by what their fonts say they are.
+def map_unmapped(page: pymupdf.Page, plain: dict, flags: int, fonts: FontGlyphs) -> dict:
+    """`plain` (the page's "rawdict" under `flags`) as "dict" text, U+FFFD glyphs replaced by what their
+    fonts say they are.
 
-    Read twice as "rawdict": once plain, once with character codes in place of U+FFFD; the same glyph
-    sits at the same origin in both. A glyph nothing knows stays U+FFFD (dropped and counted later).
+    The page is read again with character codes in place of U+FFFD (TEXT_USE_CID_FOR_UNKNOWN_UNICODE);
+    the same glyph of the same font sits at the same origin in both readings. A glyph nothing knows
+    stays U+FFFD (dropped and counted by the parser).
     """
-    plain = page.get_text("rawdict", flags=flags)
+    unmapped_fonts = {
+        span["font"] for span in _spans(plain) if any(c["c"] == "\ufffd" for c in span["chars"])
+    }
     coded = page.get_text("rawdict", flags=flags | pymupdf.TEXT_USE_CID_FOR_UNKNOWN_UNICODE)
     codes: dict[tuple[str, float, float], list[int]] = {}
-    for span, char in _chars(coded):
-        codes.setdefault(_glyph_key(span["font"], char), []).append(ord(char["c"]))
-    tables = fonts.tables(page)
+    for span in _spans(coded):
+        if span["font"] in unmapped_fonts:
+            for char in span["chars"]:
+                codes.setdefault(_glyph_key(span["font"], char), []).append(ord(char["c"]))
+    page_fonts = {basefont.split("+", 1)[-1]: xref for xref, _, _, basefont, _, _ in page.get_fonts()}
     seen: Counter[tuple[str, float, float]] = Counter()  # a zero-width glyph shares its origin
-    for block in plain["blocks"]:
-        for line in block.get("lines", ()):
-            for span in line["spans"]:
-                pieces = []
-                for char in span.pop("chars"):
-                    key = _glyph_key(span["font"], char)
-                    text, index = char["c"], seen[key]
-                    seen[key] += 1
-                    if text == "\ufffd":
-                        same_place = codes.get(key, ())
-                        code = same_place[index] if index < len(same_place) else None
-                        found = _text_of(span["font"], code, tables)
-                        text = text if found is None else found
-                    pieces.append(text)
-                span["text"] = "".join(pieces)
+    for span in _spans(plain):
+        chars = span.pop("chars")
+        if span["font"] not in unmapped_fonts:
+            span["text"] = "".join(char["c"] for char in chars)
+            continue
+        pieces = []
+        for char in chars:
+            key = _glyph_key(span["font"], char)
+            text, index = char["c"], seen[key]
+            seen[key] += 1
+            if text == "\ufffd":
+                same_place = codes.get(key, ())
+                code = same_place[index] if index < len(same_place) else None
+                found = fonts.text_of(page_fonts, span["font"], code)
+                text = text if found is None else found
+            pieces.append(text)
+        span["text"] = "".join(pieces)
     return plain
 
 
-def _text_of(span_font: str, code: int | None, tables: dict[str, dict[int, str] | None]) -> str | None:
-    """What the glyph `code` of the span's font stands for; pymupdf cuts long font names short
-    ("LMMathExtension10-Regula"), so a prefix names the font too."""
-    name = span_font if span_font in tables else next((n for n in tables if n.startswith(span_font)), None)
-    if name is None:
-        return None
-    table = tables[name]
-    if table is None:
-        return ""
-    return None if code is None else table.get(code)
-
-
-def _chars(data: dict) -> Iterator[tuple[dict, dict]]:
+def _spans(data: dict) -> Iterator[dict]:
     for block in data["blocks"]:
         for line in block.get("lines", ()):
-            for span in line["spans"]:
-                for char in span["chars"]:
-                    yield span, char
+            yield from line["spans"]
 
 
 def _glyph_key(font: str, char: dict) -> tuple[str, float, float]:
     x, y = char["origin"]
     return font, round(x, 2), round(y, 2)
-
-
-def _table_for(span_font: str, tables: dict[str, dict[int, str]]) -> dict[int, str] | None:
-    """The span's font table; pymupdf cuts long font names short ("LMMathExtension10-Regula")."""
-    if span_font in tables:
-        return tables[span_font]
-    return next((table for name, table in tables.items() if name.startswith(span_font)), None)

@@ -254,9 +254,11 @@ def _read_page(doc: pymupdf.Document, index: int, fonts: FontGlyphs) -> RawPage:
     try:
         page = doc.load_page(index)
         width, height = page.rect.width, page.rect.height
-        data = page.get_text("dict", flags=pymupdf.TEXT_MEDIABOX_CLIP)
+        textpage = page.get_textpage(flags=pymupdf.TEXT_MEDIABOX_CLIP)
+        data = page.get_text("dict", textpage=textpage)
         if _has_unmapped(data):
-            data = map_unmapped(page, pymupdf.TEXT_MEDIABOX_CLIP, fonts)
+            raw = page.get_text("rawdict", textpage=textpage)
+            data = map_unmapped(page, raw, pymupdf.TEXT_MEDIABOX_CLIP, fonts)
     except Exception as error:  # a single damaged page should not lose the paper
         return RawPage(index + 1, 0.0, 0.0, [], "", error=f"page could not be read: {error}")
     blocks = [b for b in data["blocks"] if b.get("type", 0) == 0]
