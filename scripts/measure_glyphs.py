@@ -82,15 +82,21 @@ def main() -> None:
     total = Counter()
     for tally in by_font.values():
         total.update(tally)
-    print(f"{len(pdfs)} PDFs: {total['fffd']} U+FFFD glyphs; {total['text']} mapped to a character, "
-          f"{total['dropped']} drawing pieces dropped, {total['left']} left unmapped; "
-          f"{total['pieces']} Adobe private-use delimiter pieces translated")
-    print(f"parse_pdf: {sum(dropped_by_paper.values())} glyphs dropped from the kept text "
-          f"in {len(dropped_by_paper)} papers")
+    print(
+        f"{len(pdfs)} PDFs: {total['fffd']} U+FFFD glyphs; {total['text']} mapped to a character, "
+        f"{total['dropped']} drawing pieces dropped, {total['left']} left unmapped; "
+        f"{total['pieces']} Adobe private-use delimiter pieces translated"
+    )
+    print(
+        f"parse_pdf: {sum(dropped_by_paper.values())} glyphs dropped from the kept text "
+        f"in {len(dropped_by_paper)} papers"
+    )
     print(f"{'font':28} {'papers':>6} {'U+FFFD':>7} {'text':>6} {'drawn':>6} {'left':>6} {'pieces':>6}")
     for font, tally in sorted(by_font.items(), key=lambda item: -(item[1]["fffd"] + item[1]["pieces"])):
-        print(f"{font:28} {papers_with[font]:6} {tally['fffd']:7} {tally['text']:6} {tally['dropped']:6} "
-              f"{tally['left']:6} {tally['pieces']:6}")
+        print(
+            f"{font:28} {papers_with[font]:6} {tally['fffd']:7} {tally['text']:6} {tally['dropped']:6} "
+            f"{tally['left']:6} {tally['pieces']:6}"
+        )
     if args.json:
         args.json.write_text(json.dumps({"by_font": by_font, "dropped_by_paper": dropped_by_paper}, indent=1))
 

@@ -188,11 +188,12 @@ def type1_font(name: str, glyphs: dict[int, str]) -> tuple[bytes, int, int]:
         b"/%s %d RD " % (glyph.encode(), len(_charstring(600))) + _charstring(600) + b" ND\n"
         for glyph in [".notdef", *glyphs.values()]
     )
+    char_strings = b"2 index /CharStrings %d dict dup begin\n" % (len(glyphs) + 1)
     private = (
         b"dup /Private 8 dict dup begin\n/RD{string currentfile exch readstring pop}executeonly def\n"
         b"/ND{noaccess def}executeonly def\n/NP{noaccess put}executeonly def\n/MinFeature{16 16}def\n"
         b"/password 5839 def\n/BlueValues [] def\n/Subrs 0 array ND\n"
-        b"2 index /CharStrings %d dict dup begin\n" % (len(glyphs) + 1)
+        + char_strings
         + strings
         + b"end\nend\nreadonly put\nnoaccess put\ndup/FontName get exch definefont pop\n"
         b"mark currentfile closefile\n"
