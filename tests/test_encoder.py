@@ -18,12 +18,13 @@ import pytest
 from onnx import helper, numpy_helper
 
 from builder.stages.encoder import (
+    DEQUANTIZE_AT_LOAD,
     TABLE_BLOCK,
     OnnxQueryEncoder,
     export_query_encoder,
-    pack_nibbles,
     quantize_weights,
     uint4_blocks,
+    uint4_tensor,
 )
 from builder.stages.runtime import WASM_DIR
 
@@ -137,14 +138,15 @@ def test_config_describes_the_graph(exported):
     # 6 layers x 6 matrices in int8, and the position and token-type tables
     assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 2
     table = "transformer.embeddings.word_embeddings.weight"
-    assert kinds[f"{table}_uint4"] == (onnx.TensorProto.UINT8, (30522, 384 // 2))  # two codes a byte
-    assert kinds[f"{table}_zero"] == (onnx.TensorProto.UINT8, (30522, 384 // TABLE_BLOCK // 2))
-    assert kinds[f"{table}_scale"] == (onnx.TensorProto.FLOAT16, (30522, 384 // TABLE_BLOCK))
+    assert kinds[f"{table}_uint4"] == (onnx.TensorProto.UINT4, (30522, 384))
+    assert kinds[f"{table}_zero"] == (onnx.TensorProto.UINT4, (30522, 384 // TABLE_BLOCK))
+    assert kinds[f"{table}_scale16"] == (onnx.TensorProto.FLOAT16, (30522, 384 // TABLE_BLOCK))
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 21)]
     assert files.onnx.stat().st_size < 19_000_000  # int8 everywhere was 23.0 MB
 
 
 def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float():
-    """The token table (gathered by a graph input) gets 4-bit rows, other tables and MatMuls int8."""
+    """The token table (gathered by a graph input) gets 4-bit blocks, other tables and MatMuls int8."""
     import onnxruntime
 
     rng = np.random.default_rng(0)
@@ -166,21 +168,25 @@ def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float()
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
     def run(m):
-        session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
+        session = onnxruntime.InferenceSession(
+            m.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
         return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
 
     expected = run(model)
     quantize_weights(model)
     onnx.checker.check_model(model)
     kinds = {t.name: t.data_type for t in model.graph.initializer}
-    assert kinds["table_uint4"] == onnx.TensorProto.UINT8 and kinds["table_scale"] == onnx.TensorProto.FLOAT16
+    assert kinds["table_uint4"] == onnx.TensorProto.UINT4 and kinds["table_scale16"] == onnx.TensorProto.FLOAT16
     assert kinds["positions_int8"] == kinds["weight_int8"] == onnx.TensorProto.INT8
     assert kinds["shared"] == onnx.TensorProto.FLOAT
     assert not {"table", "positions", "weight"} & set(kinds)
     got = run(model)
     assert np.abs(got - expected).max() <= 0.1 * np.abs(expected).max()
 
-    # the gathered rows are exactly what the codes say: (code - zero) * scale
+    # the gathered rows are exactly what the codes say, (code - zero) * scale, once folded at load
     rows_model = helper.make_model(
         helper.make_graph(
             [helper.make_node("Gather", ["table", "ids"], ["rows"])], "rows",
@@ -216,9 +222,8 @@ def test_uint4_blocks_pick_the_clip_with_least_error():
     zero = np.round(-low / step)
     plain = (np.clip(np.round(blocks / step) + zero, 0, 15) - zero) * step
     assert ((dequantized - table) ** 2).sum() < 0.97 * ((plain.reshape(200, 64) - table) ** 2).sum()
-    packed = pack_nibbles(codes)
-    assert packed.shape == (200, 32)
-    assert np.array_equal(np.concatenate([packed % 16, packed // 16], axis=1), codes)
+    odd = codes[:3, :5]  # 15 codes: the last byte holds one
+    assert np.array_equal(numpy_helper.to_array(uint4_tensor("codes", odd)).astype(np.uint8), odd)
 
 
 def test_export_is_deterministic(exported, model_dir, tmp_path):

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper, version_converter
 
 from readingroom_core.tokenizer import CHAR_CLASSES_FORMAT, WordPieceTokenizer
 
 CONFIG_FORMAT = "readingroom-query-encoder/1"
 ONNX_OPSET = 17
+UINT4_OPSET = 21
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
 TABLE_BLOCK = 32
@@ -32,7 +33,7 @@ CLIP_RATIOS = tuple(1.0 - 0.02 * step for step in range(21))  # 1.0 down to 0.6
 QUANTIZATION = {
     "weights": "MatMul: int8 symmetric per output channel; position and token-type tables: int8 per row; "
     "word-piece table: 4-bit asymmetric, blocks of 32 values per row (fp16 scale, 4-bit zero point, "
-    "least-squares clipping)",
+    "least-squares clipping), dequantised at load",
     "activations": "float32",
 }
 INT8_QUANTIZATION = {  # the previous format, kept for comparison (token_table_bits=8)
@@ -47,7 +48,6 @@ INT8_QUANTIZATION = {  # the previous format, kept for comparison (token_table_b
 DEQUANTIZE_AT_LOAD = ("session.disable_quant_qdq", "1")
 
 _HANGUL = (0xAC00, 0xD7A3)
-_SIXTEEN = "uint4_sixteen"
 _LAST_AXIS = "int8_rows_last_axis"
 _SURROGATES = range(0xD800, 0xE000)
 
@@ -227,7 +227,7 @@ def _quantize_weights(fp32: Path, out: Path, token_table_bits: int) -> None:
 def quantize_weights(model: onnx.ModelProto, token_table_bits: int = 4) -> None:
     """Weight-only quantisation in place: int8 per output channel for MatMul weights, int8 per row for the
     tables every token adds (positions, token types), 4-bit blocks for the word-piece table, the one a
-    graph input indexes (see `_gather_uint4_rows`).
+    graph input indexes (see `_dequantize_uint4_table`).
 
     Why this split (measured against fp32 sentence-transformers over ~1,200 queries: dev, extra, BEIR
     samples, generated; scripts/bench_encoder.py): the word-piece table is half the weights, int8 bytes do
@@ -237,15 +237,18 @@ def quantize_weights(model: onnx.ModelProto, token_table_bits: int = 4) -> None:
     at 15 MB. The tables every token adds stay int8: at 4 bits their error lands on every token (min 0.984).
     Not onnxruntime's quantize_dynamic: it also quantises activations, per tensor, which costs too much on
     this model (per-channel QUInt8: min cosine 0.97 over 290 queries, weight-only: 0.997). Only standard
-    ops of opset 17 are added, so ONNX Runtime Web runs the file. A weight used by several nodes stays
-    float (its consumers expect it under its own name).
+    ops are added (the 4-bit table moves the graph to opset 21), so ONNX Runtime Web runs the file. A
+    weight used by several nodes stays float (its consumers expect it under its own name).
     """
-    graph = model.graph
-    initializers = {tensor.name: tensor for tensor in graph.initializer}
-    uses = Counter(name for node in graph.node for name in node.input)
     if token_table_bits not in (4, 8):
         raise ValueError(f"token_table_bits is {token_table_bits}; the export writes 4 or 8")
+    if token_table_bits == 4:  # UINT4 and blocked DequantizeLinear need opset 21 (IR version 10)
+        model.CopyFrom(version_converter.convert_version(model, UINT4_OPSET))
+        model.ir_version = max(model.ir_version, 10)
+    graph = model.graph
     token_inputs = {value.name for value in graph.input} if token_table_bits == 4 else set()
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    uses = Counter(name for node in graph.node for name in node.input)
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:
         weight = _float_matrix_weight(node, initializers, uses, token_inputs)
@@ -280,17 +283,12 @@ def quantize_weights(model: onnx.ModelProto, token_table_bits: int = 4) -> None:
             codes, scales, zeros = uint4_blocks(numpy_helper.to_array(tensor))
             graph.initializer.extend(
                 [
-                    numpy_helper.from_array(pack_nibbles(codes), f"{weight}_uint4"),
-                    numpy_helper.from_array(pack_nibbles(zeros), f"{weight}_zero"),
-                    numpy_helper.from_array(scales, f"{weight}_scale"),
-                    numpy_helper.from_array(
-                        np.arange(codes.shape[1], dtype=np.int64) // TABLE_BLOCK, f"{weight}_column_block"
-                    ),
+                    uint4_tensor(f"{weight}_uint4", codes),
+                    numpy_helper.from_array(scales, f"{weight}_scale16"),
+                    uint4_tensor(f"{weight}_zero", zeros),
                 ]
             )
-            nodes += _gather_uint4_rows(node)
-    if any(_SIXTEEN in node.input for node in nodes):
-        graph.initializer.append(numpy_helper.from_array(np.array(16, dtype=np.int32), _SIXTEEN))
+            nodes += [*_dequantize_uint4_table(weight), node]
     if any(_LAST_AXIS in node.input for node in nodes):
         graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), _LAST_AXIS))
     del graph.node[:]
@@ -360,18 +358,6 @@ def _uint4_codes(blocks: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.
     return np.clip(np.round(blocks / scale[..., None]) + zero[..., None], 0, UINT4_MAX).astype(np.uint8)
 
 
-def pack_nibbles(codes: np.ndarray) -> np.ndarray:
-    """Rows of 4-bit codes two to a byte: byte j holds code j (low nibble) and code j + half (high).
-
-    Halves rather than neighbours, so unpacking is Mod/Div and one Concat, without interleaving. An odd
-    row gets a zero code at its end, which the column-to-block index never reads.
-    """
-    if codes.shape[1] % 2:
-        codes = np.pad(codes, ((0, 0), (0, 1)))
-    half = codes.shape[1] // 2
-    return (codes[:, :half] | (codes[:, half:] << 4)).astype(np.uint8)
-
-
 def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
     """Gather int8 rows and their scales, then multiply: the whole table is never dequantised per query."""
     table, indices = gather.input
@@ -390,53 +376,37 @@ def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
     ]
 
 
-def _gather_uint4_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
-    """Gather packed rows, their zero points and scales, then `(code - zero) * scale` per value.
+def uint4_tensor(name: str, codes: np.ndarray) -> onnx.TensorProto:
+    """A UINT4 initializer: two codes a byte, the first in the low nibble (the ONNX layout)."""
+    flat = codes.reshape(-1).astype(np.uint8)
+    if flat.size % 2:
+        flat = np.append(flat, np.uint8(0))
+    packed = flat[0::2] | (flat[1::2] << 4)
+    return helper.make_tensor(name, TensorProto.UINT4, codes.shape, packed.tobytes(), raw=True)
 
-    Only the rows a query uses are unpacked, per run; the table stays 4-bit in memory. Every step is
-    exact in float32 (a 5-bit integer times an fp16 scale), so onnxruntime and ONNX Runtime Web agree.
+
+def _dequantize_uint4_table(table: str) -> list[onnx.NodeProto]:
+    """The float table from its 4-bit codes: blocked DequantizeLinear (opset 21), folded once at load.
+
+    With DEQUANTIZE_AT_LOAD the session replaces these constant nodes by the float table, so each query
+    runs one plain Gather (gathering packed rows and unpacking them per query cost ~15 small ops, 4x the
+    int8 rows' time in ONNX Runtime Web); the price is the float table in memory after load (47 MB, as
+    the MatMul weights already are). The scales are cast to float32 first: every dequantised value,
+    (code - zero) * scale, is then exact, the same in onnxruntime and ONNX Runtime Web.
     """
-    table, indices = gather.input
-    out = gather.output[0]
-    name = gather.name or out
-    nodes: list[onnx.NodeProto] = []
-
-    def unpacked(packed: str, part: str) -> str:
-        """Gathered packed bytes as float codes: low nibbles, then high nibbles, along the last axis."""
-        stem = f"{out}_{part}"
-        nodes.extend(
-            [
-                helper.make_node("Gather", [packed, indices], [f"{stem}_packed"], name=f"{name}_{part}", axis=0),
-                helper.make_node("Cast", [f"{stem}_packed"], [f"{stem}_int"], to=TensorProto.INT32),
-                helper.make_node("Mod", [f"{stem}_int", _SIXTEEN], [f"{stem}_low"]),
-                helper.make_node("Div", [f"{stem}_int", _SIXTEEN], [f"{stem}_high"]),
-                helper.make_node("Concat", [f"{stem}_low", f"{stem}_high"], [f"{stem}_codes"], axis=-1),
-                helper.make_node("Cast", [f"{stem}_codes"], [f"{stem}_float"], to=TensorProto.FLOAT),
-            ]
-        )
-        return f"{stem}_float"
-
-    def per_value(blockwise: str, part: str) -> str:
-        """One entry per block -> one per value (the table's column-to-block index)."""
-        nodes.append(
-            helper.make_node(
-                "Gather", [blockwise, f"{table}_column_block"], [f"{out}_{part}_values"], axis=-1
-            )
-        )
-        return f"{out}_{part}_values"
-
-    codes = unpacked(f"{table}_uint4", "codes")
-    zeros = per_value(unpacked(f"{table}_zero", "zero"), "zero")
-    nodes += [
-        helper.make_node("Gather", [f"{table}_scale", indices], [f"{out}_scale16"], name=f"{name}_scale", axis=0),
-        helper.make_node("Cast", [f"{out}_scale16"], [f"{out}_scale"], to=TensorProto.FLOAT),
+    return [
+        helper.make_node(
+            "Cast", [f"{table}_scale16"], [f"{table}_scale"], name=f"{table}_scale_cast", to=TensorProto.FLOAT
+        ),
+        helper.make_node(
+            "DequantizeLinear",
+            [f"{table}_uint4", f"{table}_scale", f"{table}_zero"],
+            [table],
+            name=f"{table}_dequantize",
+            axis=1,
+            block_size=TABLE_BLOCK,
+        ),
     ]
-    scales = per_value(f"{out}_scale", "scale")
-    nodes += [
-        helper.make_node("Sub", [codes, zeros], [f"{out}_centered"], name=f"{name}_sub"),
-        helper.make_node("Mul", [f"{out}_centered", scales], [out], name=f"{name}_mul"),
-    ]
-    return nodes
 
 
 def _write_json(path: Path, data: dict) -> None:
