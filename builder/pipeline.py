@@ -384,7 +384,8 @@ def write_site_data(
             files[role] = store.write_hashed(
                 out_dir, "model", path.stem.replace("_", "-"), path.suffix, path.read_bytes()
             )
-    artifacts += files.values()
+    for artifact in files.values():  # read at start-up: worth a smaller download (a text is read later)
+        artifacts += store.with_gzip(out_dir, artifact)
     manifest_data = manifest.make_manifest(
         title=corpus.settings.title,
         base_url=corpus.settings.base_url,
