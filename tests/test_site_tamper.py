@@ -228,10 +228,11 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
         papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
         text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
         (site / text).write_text('{"v": 1, "chunks": "gone"}')
+        (site / (text + ".gz")).write_bytes(gzip.compress((site / text).read_bytes(), mtime=0))
         if update_manifest:
             for artifact in manifest["artifacts"]:
-                if artifact["path"] == text:
-                    artifact["sha256"] = hashlib.sha256((site / text).read_bytes()).hexdigest()
+                if artifact["path"] in (text, text + ".gz"):
+                    artifact["sha256"] = hashlib.sha256((site / artifact["path"]).read_bytes()).hexdigest()
             (site / "manifest.json").write_text(json.dumps(manifest))
 
     view = visit_tampered(damage)
@@ -240,6 +241,22 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
     assert "\n" not in results.strip() and results.strip()
     if not update_manifest:
         assert "does not match its checksum in manifest.json" in results
+    assert_no_traceback(results)
+
+
+def test_a_damaged_gzip_copy_of_a_paper_text_fails_one_search_in_one_line(visit_tampered):
+    damaged = []
+
+    def damage(site: Path) -> None:
+        papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
+        copy = site / (next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0]) + ".gz")
+        copy.write_bytes(flip_middle_byte(copy.read_bytes()))
+        damaged.append(copy.relative_to(site).as_posix())
+
+    view = visit_tampered(damage)
+    view.settled()
+    results = view.search(QUERY)
+    assert results.strip() == f"{damaged[0]} could not be decompressed; the site's data is damaged"
     assert_no_traceback(results)
 
 

@@ -40,8 +40,8 @@ GZIP_SUFFIX = ".gz"
 def with_gzip(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     """The artifact, and `<path>.gz` beside it where gzip pays (see GZIP_MIN_SAVING).
 
-    Static hosts differ: GitHub Pages gzips JSON and JavaScript on the fly, `builder serve` and many
-    others send every byte as stored. The browser runtime fetches the `.gz` copy of a file the manifest
+    Static hosts differ: GitHub Pages gzips text types (JSON, JavaScript) on the fly but not binary
+    files (and wasm by no documented rule); `builder serve` and many others send every byte as stored. The browser runtime fetches the `.gz` copy of a file the manifest
     lists one for and decompresses it itself (DecompressionStream), so a visitor downloads the small
     form on any host; the plain file stays for the CLI and for anything that reads the site's folder.
     Level 6 (level 9 takes twice as long for 0.5% fewer bytes on the runtime's wasm) with no name and a

@@ -2,7 +2,8 @@
 // page shows real progress, and gunzipped here.
 //
 // Large files come as `<file>.gz` where the build wrote one (builder/stages/store.py with_gzip): a host
-// without compression (and GitHub Pages for wasm and binary files) would otherwise send them whole. A
+// without compression would otherwise send them whole (GitHub Pages compresses text types on the fly,
+// binary ones not, and wasm by no documented rule). A
 // host that decodes the .gz on its way (Content-Encoding: gzip) hands over the plain bytes, so gzip's
 // magic bytes decide, not the name. Data files are checked against the manifest's sha256 of the file
 // itself, not of its .gz copy: what is checked is what is used, however it travelled.

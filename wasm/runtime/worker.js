@@ -15,7 +15,7 @@
 // or tampered file must fail loudly, never give silent garbage. Errors reach the page as one line; the
 // details (a Python traceback, say) go to the console only.
 
-import { Checksums, Progress, download, fetchBytes, loadManifest } from "./download.js";
+import { Checksums, GZIP, Progress, download, fetchBytes, loadManifest } from "./download.js";
 
 const nativeFetch = self.fetch.bind(self);
 let config;
@@ -70,13 +70,22 @@ function readSync(path) {
     prefetched.delete(path);
     return ahead;
   }
+  const gzipped = checksums.expected.has(path + GZIP); // its .gz copy, gunzipped by the core (zlib)
   const request = new XMLHttpRequest();
-  request.open("GET", config.base + path, false);
+  request.open("GET", config.base + path + (gzipped ? GZIP : ""), false);
   request.responseType = "arraybuffer";
   request.send();
-  if (request.status !== 200) throw new Error(`${path}: HTTP ${request.status}`);
+  if (request.status !== 200) throw new Error(`${path}${gzipped ? GZIP : ""}: HTTP ${request.status}`);
   progress.count("text", request.response.byteLength);
-  const bytes = new Uint8Array(request.response);
+  let bytes = new Uint8Array(request.response);
+  if (gzipped) {
+    try {
+      bytes = core.gunzipped(bytes);
+    } catch (error) {
+      console.error(`${path}${GZIP}:`, error);
+      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`);
+    }
+  }
   checksums.check(path, core.sha256_hex(bytes));
   return bytes;
 }
