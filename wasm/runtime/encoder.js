@@ -1,11 +1,13 @@
-// The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python, so that
-// downloading the model, compiling ORT's wasm and creating the session run on another core while the
-// search worker (worker.js) boots Python. It starts downloading when the search worker says keyword
-// search has its files ("go"), so that on a slow line the two never share the bandwidth.
+// The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
+// downloading (and gunzipping and checking) when the search worker says keyword search has its files
+// ("go"), so that on a slow line the two never share the bandwidth, and creates the session when keyword
+// search is up ("session"): on a machine whose cores are busy, creating it while Python boots made
+// keyword search 3-5 s later (bench_browser, 112 papers, load 11-19); after it, the session is created
+// while the search worker reads the vectors.
 //
 // From the page:           {type: "init", config, port}: `port` is the search worker's line
 // To the page:             {type: "progress", source: "encoder", kinds, timeline}
-// From the search worker:  {type: "go"}, {type: "embed", id, ids}
+// From the search worker:  {type: "go"}, {type: "session"}, {type: "embed", id, ids}
 // To the search worker:    {type: "started", checksums_ms} | {type: "failed", error},
 //                          {type: "vector", id, vector} | {type: "vector", id, error}
 
@@ -18,6 +20,8 @@ let ortModule; // imported as soon as the worker has its config
 let ort;
 let session;
 let started = null; // the start-up, begun at the first "go"
+let allowSession;
+const sessionAllowed = new Promise((resolve) => (allowSession = resolve)); // at "session"
 
 const progress = new Progress((kinds) =>
   self.postMessage({ type: "progress", source: "encoder", kinds, timeline: { ...timeline } }),
@@ -46,6 +50,7 @@ async function start() {
     fetchBytes(wasmUrl, { gzipped, count: (n) => progress.count("runtime", n) }),
   ]);
   mark("encoder_fetched");
+  await sessionAllowed;
   ort = await ortModule;
   ort.env.wasm.wasmPaths = config.ort_wasm;
   ort.env.wasm.wasmBinary = wasm; // so ORT fetches nothing: the (gunzipped) bytes are here
@@ -77,7 +82,9 @@ function message(error) {
 }
 
 async function fromSearchWorker({ data }) {
-  if (data.type === "go" && !started) {
+  if (data.type === "session") {
+    allowSession();
+  } else if (data.type === "go" && !started) {
     started = start();
     try {
       port.postMessage({ type: "started", checksums_ms: await started });

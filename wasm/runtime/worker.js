@@ -202,7 +202,8 @@ async function startPython(wheel, pyodideRoot) {
 // Everything downloads from the start, keyword search's files first: Python, the core wheel, the
 // manifest and the keyword index; the encoder, ONNX Runtime and the vectors as soon as those are in
 // (or keyword search is up), so that on a slow line they never share its bandwidth. ONNX Runtime starts
-// in the encoder's worker (encoder.js) while Python boots here: two cores, two start-ups.
+// in the encoder's worker (encoder.js): its downloads while Python boots here, its session while this
+// worker reads the vectors.
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -231,6 +232,7 @@ async function start() {
   core = pyodide.pyimport("readingroom_core.browser");
   site = core.open_site(readSync, text);
   mark("keyword_ready");
+  encoder.postMessage({ type: "session" }); // not before: Python's boot would share its core
   resolveKeyword();
   self.postMessage({ type: "ready", which: "keyword" });
   if (!semanticReady) setStage("Loading the semantic model and vectors");
