@@ -355,7 +355,7 @@ def write_site_data(
                     store.page_rows(paper.parsed.pages),
                 ),
             )
-            artifacts.append(text)
+            artifacts += store.with_gzip(out_dir, text)
             records.append(
                 store.paper_record(paper.meta, _paper_extra(paper), first, len(paper.chunks), text.path)
             )
@@ -388,7 +388,8 @@ def write_site_data(
             files[role] = store.write_hashed(
                 out_dir, "model", path.stem.replace("_", "-"), path.suffix, path.read_bytes()
             )
-    artifacts += files.values()
+    for artifact in files.values():
+        artifacts += store.with_gzip(out_dir, artifact)
     manifest_data = manifest.make_manifest(
         title=corpus.settings.title,
         base_url=corpus.settings.base_url,

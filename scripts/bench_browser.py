@@ -1,9 +1,12 @@
 """Time the built site in Debian chromium: first keyword and semantic result, cold and from the HTTP cache.
 
-    python scripts/bench_browser.py --site site [--questions ../shared/eval/dev-questions.jsonl]
+    python scripts/bench_browser.py --site site [--questions ../shared/eval/dev-questions.jsonl] [--startup-only]
 
 The site is served on 127.0.0.1 by `builder.commands.serve` (no compression: bytes are what a host without
 gzip sends). A fresh profile is cold; the second page load in it uses the (disk) HTTP cache.
+`cold_throttled` is a cold load in another fresh profile over an emulated slow line (Chromium's network
+emulation through the DevTools protocol: 20 Mbit/s down, 5 Mbit/s up, 40 ms latency).
+`--startup-only` measures the page loads alone (no parity, latency or Ask timings).
 Times are from navigation start (the page's performance clock): "keyword" is when the first result of
 the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
 as soon as semantic search is ready. Query latency is timed in the page around readingRoom.search
@@ -33,6 +36,12 @@ from builder.paths import DEV_QUESTIONS
 from readingroom_core.engine import SearchOptions
 
 TIMEOUT_MS = 120_000
+SLOW_LINE = {  # Network.emulateNetworkConditions: bytes per second, ms
+    "offline": False,
+    "downloadThroughput": 20e6 / 8,
+    "uploadThroughput": 5e6 / 8,
+    "latency": 40,
+}
 PARITY_K = 10
 FIRST_QUERY = "How many predicted queries does doc2query append"
 # Records when the first result shows, on the page's own clock (0 = navigation start).
@@ -163,21 +172,41 @@ def parity(site: Path, questions: list[str], browser_tops: list[list[str]]) -> d
     }
 
 
-def run(site: Path, questions: list[str]) -> dict:
+def open_profile(playwright, profile: str):
+    """A persistent profile has a disk cache, as a visitor's browser does (an incognito context keeps only
+    small responses in memory)."""
+    context = playwright.chromium.launch_persistent_context(
+        profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+    )
+    context.add_init_script(FIRST_HIT_PROBE)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return context, page
+
+
+def cold_over_slow_line(playwright, url: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
+        context, page = open_profile(playwright, profile)
+        devtools = context.new_cdp_session(page)
+        devtools.send("Network.enable")
+        devtools.send("Network.emulateNetworkConditions", SLOW_LINE)
+        result = {"line": SLOW_LINE, **load(page, url)}
+        context.close()
+    return result
+
+
+def run(site: Path, questions: list[str], startup_only: bool = False) -> dict:
     from playwright.sync_api import sync_playwright
 
     server, url = serve_in_thread(site)
     try:
         with sync_playwright() as playwright, tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
-            # A persistent profile has a disk cache, as a visitor's browser does (an incognito context
-            # keeps only small responses in memory).
-            context = playwright.chromium.launch_persistent_context(
-                profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-            )
-            context.add_init_script(FIRST_HIT_PROBE)
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
+            context, page = open_profile(playwright, profile)
             result = {"url": url, "cold": load(page, url), "warm_http_cache": load(page, url)}
+            if startup_only:
+                context.close()
+                result["cold_throttled"] = cold_over_slow_line(playwright, url)
+                return result
             page.evaluate(LATENCY, [questions[:3], "hybrid"])  # warm-up: first text files, JIT
             result["parity_with_cli"] = parity(site, questions, page.evaluate(TOP_CHUNK_IDS, [questions, PARITY_K]))
             result["query_latency"] = {
@@ -192,6 +221,7 @@ def run(site: Path, questions: list[str]) -> dict:
             page.evaluate(ASK_SOURCES, questions[:3])  # warm-up
             result["ask_to_sources_shown_warm"] = percentiles(page.evaluate(ASK_SOURCES, questions))
             context.close()
+            result["cold_throttled"] = cold_over_slow_line(playwright, url)
     finally:
         server.shutdown()
         server.server_close()
@@ -204,10 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--site", type=Path, required=True, help="a built site folder")
     parser.add_argument("--questions", type=Path, default=DEV_QUESTIONS, help="JSONL with a 'query' per line")
+    parser.add_argument("--startup-only", action="store_true", help="time the page loads alone")
     args = parser.parse_args(argv)
     lines = args.questions.read_text(encoding="utf-8").splitlines()
     questions = [json.loads(line)["query"] for line in lines if line.strip()]
-    print(json.dumps(run(args.site, questions), indent=1))
+    print(json.dumps(run(args.site, questions, args.startup_only), indent=1))
     return 0
 
 

@@ -3,16 +3,18 @@
 The same calls run in Pyodide in test_pyodide.py and in chromium in test_site_browser.py.
 """
 
+import gzip
 import json
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 
 import readingroom_core
 from builder.stages.encoder import OnnxQueryEncoder
-from readingroom_core.browser import folder_reader, hit_json, open_folder, open_site
+from readingroom_core.browser import folder_reader, gunzipped, hit_json, open_folder, open_site
 from readingroom_core.engine import SearchOptions, embedding_text
 from readingroom_core.tokenizer import WordPieceTokenizer
 
@@ -115,3 +117,15 @@ def test_importing_the_boundary_imports_the_whole_core():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=package.parent
     ).stdout.split()
     assert modules - set(loaded) == set()
+
+
+def test_a_paper_texts_gzip_copy_is_gunzipped_and_plain_bytes_pass(built_sites):
+    manifest = json.loads((built_sites.second / "manifest.json").read_text())
+    text = next(a["path"] for a in manifest["artifacts"] if a["path"].startswith("data/text/"))
+    plain = (built_sites.second / text).read_bytes()
+    assert gunzipped((built_sites.second / (text + ".gz")).read_bytes()) == plain
+    assert gunzipped(plain) == plain  # a host that decoded the copy on its way
+    broken = bytearray(gzip.compress(plain))
+    broken[len(broken) // 2] ^= 0xFF
+    with pytest.raises(zlib.error):  # the worker reports the copy as damaged
+        gunzipped(bytes(broken))

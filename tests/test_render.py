@@ -1,5 +1,6 @@
 """The rendered pages and the copied runtime: escaping, base_url links, manifest entries, the local server."""
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -37,6 +38,12 @@ def hostile_site(built_sites, tmp_path_factory) -> Path:
     first = data["papers"][0]
     first.update(title=HOSTILE_TITLE, note=HOSTILE_NOTE, authors=["</p><b>Mallory</b>", *first["authors"]])
     papers_path.write_text(json.dumps(data), encoding="utf-8")
+    copy = papers_path.with_name(papers_path.name + ".gz")  # the copy the browser would fetch
+    copy.write_bytes(gzip.compress(papers_path.read_bytes(), mtime=0))
+    for artifact in manifest["artifacts"]:  # as a build would list them (render_site saves the manifest)
+        path = site / artifact["path"]
+        if path in (papers_path, copy):
+            artifact.update(bytes=path.stat().st_size, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
     render_site(site, manifest, Settings(title="t", base_url=BASE, description="<i>d</i>"), BuildReport())
     return site
 
@@ -133,6 +140,27 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
         assert runtime["pyodide"] + name in artifacts
 
 
+def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
+    manifest = read_manifest(hostile_site)
+    runtime = manifest["runtime"]
+    listed = {a["path"]: a for a in manifest["artifacts"] + runtime["artifacts"]}
+    copies = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
+    pyodide = runtime["pyodide"]
+    for plain in (pyodide + "pyodide.asm.wasm", pyodide + "pyodide-lock.json", runtime["ort_wasm"]):
+        assert plain in copies, plain
+    assert {manifest["files"][role] for role in ("papers", "postings", "vocab")} <= copies
+    assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress
+    assert any(path.startswith("data/text/") for path in copies)  # read later, gunzipped by the core
+    for plain in copies:
+        packed = (hostile_site / (plain + ".gz")).read_bytes()
+        assert gzip.decompress(packed) == (hostile_site / plain).read_bytes(), plain
+        assert len(packed) <= 0.9 * listed[plain]["bytes"], plain
+        assert listed[plain + ".gz"]["sha256"] == hashlib.sha256(packed).hexdigest()
+    (config,) = collect(hostile_site / "index.html").scripts
+    gzipped = json.loads(config)["gzipped"]
+    assert sorted(gzipped) == sorted(BASE + path for path in copies if path.startswith("runtime/"))
+
+
 def test_related_papers_exclude_the_paper_itself(hostile_site):
     for page in (hostile_site / "papers").glob("*/index.html"):
         links = [link for link in collect(page).links if link.startswith(BASE + "papers/")]
@@ -174,6 +202,11 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
             assert (status, headers["Content-Type"]) == (200, mime), path
         assert fetch(url + runtime["app"])[1]["Cache-Control"].endswith("immutable")
         assert fetch(url + "manifest.json")[1]["Cache-Control"] == "no-cache"
+        for path in (manifest["files"]["postings"] + ".gz", runtime["ort_wasm"] + ".gz"):
+            status, headers, body = fetch(url + path)  # as stored, as GitHub Pages sends a .gz file
+            assert (status, headers["Content-Type"]) == (200, "application/gzip"), path
+            assert headers["Content-Encoding"] is None and body == (hostile_site / path).read_bytes()
+            assert headers["Cache-Control"].endswith("immutable")
         status, headers, _ = fetch(root + "/")
         assert (status, headers["Location"]) == (302, BASE)
         assert fetch(root + "/manifest.json")[0] == 404

@@ -6,6 +6,7 @@ Each case copies one built site, damages it the way a broken upload or an attack
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -51,16 +52,34 @@ def manifest_of(site: Path) -> dict:
 
 
 def rewrite(site: Path, role: str, change, update_manifest: bool) -> None:
-    """Change the data file of `role`; with update_manifest, also its recorded sha256 (a forger's edit)."""
+    """Change the data file of `role`, and its gzip copy (what the browser fetches) to match; with
+    update_manifest, also their recorded sha256 (a forger's edit)."""
     manifest = manifest_of(site)
     path = site / manifest["files"][role]
     data = change(path.read_bytes())
     path.write_bytes(data)
+    copy = path.with_name(path.name + ".gz")
+    if copy.exists():
+        copy.write_bytes(gzip.compress(data, mtime=0))
     if update_manifest:
         for artifact in manifest["artifacts"]:
             if artifact["path"] == manifest["files"][role]:
                 artifact["sha256"] = hashlib.sha256(data).hexdigest()
+            if artifact["path"] == manifest["files"][role] + ".gz":
+                artifact["sha256"] = hashlib.sha256(copy.read_bytes()).hexdigest()
         (site / "manifest.json").write_text(json.dumps(manifest))
+
+
+def damage_copy(site: Path, role: str, change) -> None:
+    """Change only the gzip copy of `role`'s data file (a broken upload of the .gz alone)."""
+    copy = site / (manifest_of(site)["files"][role] + ".gz")
+    copy.write_bytes(change(copy.read_bytes()))
+
+
+def flip_middle_byte(data: bytes) -> bytes:
+    block = bytearray(data)
+    block[len(block) // 2] ^= 0xFF
+    return bytes(block)
 
 
 def scramble_rows(data: bytes) -> bytes:
@@ -156,6 +175,19 @@ def test_damaged_semantic_data_falls_back_to_keyword_search(
     visit_tampered, role, change, update_manifest, why
 ):
     view = visit_tampered(lambda site: rewrite(site, role, change, update_manifest))
+    assert_keyword_fallback(view, why)
+
+
+@pytest.mark.parametrize(
+    ("role", "change"),
+    [("vectors", flip_middle_byte), ("vectors", lambda data: data[: len(data) // 2]), ("vocab", flip_middle_byte)],
+)
+def test_a_damaged_gzip_copy_falls_back_to_keyword_search(visit_tampered, role, change):
+    view = visit_tampered(lambda site: damage_copy(site, role, change))
+    assert_keyword_fallback(view, "the site's data is damaged")
+
+
+def assert_keyword_fallback(view, why: str) -> None:
     status = view.settled()
     assert status["keyword"] and not status["semantic"] and why in status["semantic_error"]
     line = view.status_line()
@@ -174,6 +206,8 @@ def test_damaged_semantic_data_falls_back_to_keyword_search(
     [
         (lambda site: rewrite(site, "postings", lambda d: d[:-200], False), "does not match its checksum"),
         (lambda site: rewrite(site, "postings", lambda d: b'{"v": 1}', True), "Error"),
+        (lambda site: damage_copy(site, "postings", flip_middle_byte), "the site's data is damaged"),
+        (lambda site: damage_copy(site, "postings", lambda d: d[:-100]), "the site's data is damaged"),
         (lambda site: (site / "manifest.json").unlink(), "manifest.json is missing (HTTP 404)"),
         (lambda site: (site / "manifest.json").write_text("<html>"), "manifest.json is damaged"),
     ],
@@ -194,10 +228,11 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
         papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
         text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
         (site / text).write_text('{"v": 1, "chunks": "gone"}')
+        (site / (text + ".gz")).write_bytes(gzip.compress((site / text).read_bytes(), mtime=0))
         if update_manifest:
             for artifact in manifest["artifacts"]:
-                if artifact["path"] == text:
-                    artifact["sha256"] = hashlib.sha256((site / text).read_bytes()).hexdigest()
+                if artifact["path"] in (text, text + ".gz"):
+                    artifact["sha256"] = hashlib.sha256((site / artifact["path"]).read_bytes()).hexdigest()
             (site / "manifest.json").write_text(json.dumps(manifest))
 
     view = visit_tampered(damage)
@@ -206,6 +241,23 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
     assert "\n" not in results.strip() and results.strip()
     if not update_manifest:
         assert "does not match its checksum in manifest.json" in results
+    assert_no_traceback(results)
+
+
+def test_a_damaged_gzip_copy_of_a_paper_text_fails_one_search_in_one_line(visit_tampered):
+    damaged = []
+
+    def damage(site: Path) -> None:
+        papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
+        copy = site / (next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0]) + ".gz")
+        copy.write_bytes(flip_middle_byte(copy.read_bytes()))
+        damaged.append(copy.relative_to(site).as_posix())
+
+    view = visit_tampered(damage)
+    view.settled()
+    results = view.search(QUERY)
+    assert f"{damaged[0]} could not be decompressed; the site's data is damaged" in results
+    assert "\n" not in results.strip()
     assert_no_traceback(results)
 
 

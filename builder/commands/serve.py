@@ -32,11 +32,14 @@ MIME_TYPES = {
     ".usearch": "application/octet-stream",
     ".whl": "application/zip",
     ".zip": "application/zip",
+    # A file's gzip copy (builder/stages/store.py with_gzip) is sent as it is stored, with no
+    # Content-Encoding, as GitHub Pages sends it: the page decompresses it.
+    ".gz": "application/gzip",
     ".txt": "text/plain; charset=utf-8",
     ".css": "text/css",
     ".html": "text/html; charset=utf-8",
 }
-HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+$")
+HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+(\.gz)?$")
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 

@@ -7,7 +7,10 @@ notes come from arXiv and the reading list and are treated as untrusted. Every i
 with the site's `base_url`, so a site built for "/my-list/" works under that prefix (GitHub Pages).
 
 Runtime files are content-hashed (`app.<hash>.js`), except Pyodide, which loads its own files by their
-original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`.
+original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`, and ES
+modules that import one another by name, which share a folder named by the hash of them all
+(`runtime/engine-<hash>/`, `runtime/ask-<hash>/`). The wasm files the workers fetch themselves get a gzip
+copy (store.with_gzip).
 The manifest gets a `runtime` section naming them by role, with its own `artifacts` list (path, size,
 sha256 of every copied file), apart from the data files' `artifacts`.
 """
@@ -32,7 +35,7 @@ from builder.paths import REPO_ROOT
 from builder.stages import manifest as manifest_io
 from builder.stages.report import BuildReport
 from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
-from builder.stages.store import Artifact, safe_stem, write_hashed
+from builder.stages.store import GZIP_SUFFIX, Artifact, safe_stem, with_gzip, write_hashed
 from readingroom_core.hnsw import UsearchFile
 from readingroom_core.sitedata import MANIFEST_FILE, read_papers
 
@@ -46,13 +49,20 @@ PYODIDE_FILES = (
     "python_stdlib.zip",
     "pyodide-lock.json",
 )
+# Pyodide fetches these itself; the worker's fetch wrapper hands it the `.gz` copies (render writes them
+# where gzip pays). The .mjs files are imported, and an import cannot be decompressed by the page.
+PYODIDE_FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 # ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
 ORT_FILES = {
     "ort": "ort.wasm.min.mjs",
     "ort_glue": "ort-wasm-simd-threaded.mjs",
     "ort_wasm": "ort-wasm-simd-threaded.wasm",
 }
-OWN_RUNTIME = {"app": "app.js", "worker": "worker.js", "corpus_js": "corpus.js", "css": "style.css"}
+ORT_FETCHED = ("ort_wasm",)  # handed to ORT as ort.env.wasm.wasmBinary, so it may come as .gz
+OWN_RUNTIME = {"app": "app.js", "corpus_js": "corpus.js", "css": "style.css"}
+# The engine's two workers share download.js, which they import by name: one folder named by the hash
+# of all three (as the ask modules below).
+ENGINE_MODULES = ("worker.js", "encoder.js", "download.js")
 # Ask mode's ES modules import one another by name, so they share one folder named by the hash of them all,
 # together with markdown-it's self-contained browser build (answer.js imports it as ./markdown-it.mjs).
 ASK_MODULES = ("ask.js", "answer.js", "providers.js", "settings.js")
@@ -123,18 +133,26 @@ def copy_runtime(out_dir: Path) -> tuple[dict, list[Artifact]]:
     for role, name in OWN_RUNTIME.items():
         add(role, copy_hashed(out_dir, RUNTIME_SOURCES / name))
     for role, name in ORT_FILES.items():
-        add(role, copy_hashed(out_dir, ORT_PACKAGE / "dist" / name))
+        artifact = copy_hashed(out_dir, ORT_PACKAGE / "dist" / name)
+        add(role, artifact)
+        if role in ORT_FETCHED:
+            artifacts.extend(with_gzip(out_dir, artifact)[1:])
     with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
         wheel = build_core_wheel(Path(scratch))
         stem = wheel.name.removesuffix(".whl")
         add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", reproducible_zip(wheel)))
+    engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
+    engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
+    runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
+    artifacts.extend(engine_artifacts)
     ask_folder, ask_artifacts = copy_ask_modules(out_dir)
     runtime["ask"] = f"{ask_folder}/ask.js"
     artifacts.extend(ask_artifacts)
     version = package_version(PYODIDE_PACKAGE)
     folder = f"runtime/pyodide-{version}"
     for name in PYODIDE_FILES:
-        artifacts.append(write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes()))
+        artifact = write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes())
+        artifacts.extend(with_gzip(out_dir, artifact) if name in PYODIDE_FETCHED else [artifact])
     runtime["pyodide"] = folder + "/"
     runtime["versions"] = {
         "pyodide": version,
@@ -151,10 +169,16 @@ def copy_ask_modules(out_dir: Path) -> tuple[str, list[Artifact]]:
     files = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ASK_MODULES}
     markdown_it = (MARKDOWN_IT_PACKAGE / MARKDOWN_IT_FILE).read_bytes()
     files["markdown-it.mjs"] = SOURCE_MAP_COMMENT.sub(b"\n", markdown_it)
+    return write_module_folder(out_dir, "ask", files)
+
+
+def write_module_folder(out_dir: Path, stem: str, files: dict[str, bytes]) -> tuple[str, list[Artifact]]:
+    """`runtime/<stem>-<hash12>/` holding `files` (name -> bytes), the hash over all of them: modules
+    that import one another by name keep their names, and a change to any one renames the folder."""
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    folder = f"runtime/ask-{digest.hexdigest()[:12]}"
+    folder = f"runtime/{stem}-{digest.hexdigest()[:12]}"
     return folder, [write_plain(out_dir, f"{folder}/{name}", data) for name, data in sorted(files.items())]
 
 
@@ -283,11 +307,18 @@ class SitePages:
             "base": base,
             "manifest": base + MANIFEST_FILE,
             "worker": base + runtime["worker"],
+            "encoder": base + runtime["encoder"],
             "ask": base + runtime["ask"],
             "wheel": base + runtime["wheel"],
             "pyodide": base + runtime["pyodide"],
             "ort": base + runtime["ort"],
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
+            # Runtime files the worker fetches as `<url>.gz` and decompresses (store.with_gzip).
+            "gzipped": [
+                base + a["path"].removesuffix(GZIP_SUFFIX)
+                for a in runtime["artifacts"]
+                if a["path"].endswith(GZIP_SUFFIX)
+            ],
         }
 
     def write(self, relative: str, template: str, **context) -> None:

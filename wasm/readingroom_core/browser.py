@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -41,6 +42,16 @@ def as_bytes(data) -> bytes:
 def sha256_hex(data) -> str:
     """The worker checks a paper text it reads synchronously with this: Web Crypto is async only."""
     return hashlib.sha256(as_bytes(data)).hexdigest()
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzipped(data) -> bytes:
+    """A paper text the worker read synchronously from its .gz copy (DecompressionStream is async only).
+    Bytes that are not gzip (a host that decoded the copy on its way) come back as they are."""
+    raw = as_bytes(data)
+    return zlib.decompress(raw, wbits=31) if raw[:2] == GZIP_MAGIC else raw  # 31: a gzip header
 
 
 def folder_reader(site_dir: str | os.PathLike) -> Reader:

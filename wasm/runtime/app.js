@@ -11,6 +11,10 @@ const TYPING_DELAY_MS = 250;
 // --- the engine ------------------------------------------------------------------------------------
 
 const worker = new Worker(config.worker, { type: "module" });
+// The query encoder's worker (encoder.js) starts beside it, on a core of its own; the two talk through
+// a channel, and both tell the page how their downloads go.
+const encoder = new Worker(config.encoder, { type: "module" });
+const downloads = {}; // worker ("search", "encoder") -> bytes by kind of file
 const state = {
   keyword: false,
   semantic: false,
@@ -40,9 +44,19 @@ function setTimeline(epochMsByStep) {
   }
 }
 
+function countDownloads(source, kinds) {
+  downloads[source] = kinds;
+  state.kinds = {};
+  for (const byKind of Object.values(downloads)) {
+    for (const [kind, n] of Object.entries(byKind)) state.kinds[kind] = (state.kinds[kind] || 0) + n;
+  }
+  state.bytes = Object.values(state.kinds).reduce((sum, n) => sum + n, 0);
+}
+
 worker.onmessage = ({ data }) => {
   if (data.type === "progress") {
-    Object.assign(state, { loading: data.stage, bytes: data.bytes, kinds: data.kinds, python_start: data.python_start });
+    Object.assign(state, { loading: data.stage, python_start: data.python_start });
+    countDownloads(data.source, data.kinds);
     setTimeline(data.timeline);
   } else if (data.type === "timeline") {
     setTimeline(data.timeline);
@@ -77,7 +91,19 @@ worker.onerror = (event) => {
   event.preventDefault();
   worker.onmessage({ data: { type: "failed", stage: state.loading, error: event.message || "worker error" } });
 };
-worker.postMessage({ type: "init", config });
+encoder.onmessage = ({ data }) => {
+  if (data.type !== "progress") return;
+  countDownloads(data.source, data.kinds);
+  setTimeline(data.timeline);
+  for (const listener of listeners) listener(data);
+};
+encoder.onerror = (event) => {
+  event.preventDefault();
+  worker.postMessage({ type: "encoder_failed", error: `the query encoder did not load (${event.message || "worker error"})` });
+};
+const channel = new MessageChannel();
+worker.postMessage({ type: "init", config, port: channel.port1 }, [channel.port1]);
+encoder.postMessage({ type: "init", config, port: channel.port2 }, [channel.port2]);
 
 /** One request to the worker ("search", "evidence", "verify"), answered by a "result" message. */
 async function callWorker(type, request) {

@@ -1,9 +1,11 @@
-// The search engine's thread: Pyodide runs the readingroom_core package (keyword search first), then
-// ONNX Runtime Web embeds queries (semantic search). Every file comes from the site's own origin.
+// The search engine's thread: Pyodide runs the readingroom_core package (keyword search first); the
+// query encoder runs in a worker of its own (encoder.js), reached through a port the page hands over.
+// Every file comes from the site's own origin.
 //
-// Messages in:  {type: "init", config}, {type: "search", id, query, k, mode, filters},
-//               {type: "evidence", id, question, history, budget}, {type: "verify", id, answer, evidence: {sources, pages}}
-// Messages out: {type: "progress", stage, bytes, kinds, timeline, python_start},
+// Messages in:  {type: "init", config, port}, {type: "search", id, query, k, mode, filters},
+//               {type: "evidence", id, question, history, budget}, {type: "verify", id, answer, evidence: {sources, pages}},
+//               {type: "encoder_failed", error}: the page saw the encoder's worker fail to load
+// Messages out: {type: "progress", source: "search", stage, kinds, timeline, python_start},
 //               {type: "ready", which: "keyword"|"semantic"}, {type: "timeline", timeline},
 //               {type: "result", id, hits, semantic} | {type: "result", id, error}, {type: "failed", error},
 //               {type: "semantic_failed", error}: semantic search is off for good, keyword search goes on
@@ -13,36 +15,27 @@
 // or tampered file must fail loudly, never give silent garbage. Errors reach the page as one line; the
 // details (a Python traceback, say) go to the console only.
 
-const PROGRESS_INTERVAL_MS = 200;
+import { Checksums, GZIP, Progress, download, fetchBytes, loadManifest } from "./download.js";
+
+const nativeFetch = self.fetch.bind(self);
 let config;
 let core; // the readingroom_core.browser module
 let site; // readingroom_core.browser.Site: the worker's one handle on the search core
-const expectedSha256 = new Map(); // site path -> sha256 hex, from the manifest's artifacts
-let verifyMs = 0; // time spent checking checksums at start-up (reported in the timeline)
-let ort;
-let session;
+let checksums; // the manifest's sha256 of every data file (download.js Checksums)
+let gzippedRuntime = new Set(); // runtime URLs with a .gz copy (config.gzipped)
 let semanticReady = false;
 let stage = "starting";
-const kinds = {}; // bytes loaded, by kind of file
 const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
 // When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
 const timeline = {};
 let pythonStart = null; // "snapshot" when restored from this browser's saved interpreter, else "boot"
-let lastProgress = 0;
 let resolveKeyword;
 const keywordReady = new Promise((resolve) => (resolveKeyword = resolve));
 
-function totalBytes() {
-  return Object.values(kinds).reduce((sum, n) => sum + n, 0);
-}
-
-function reportProgress(force = false) {
-  const now = performance.now();
-  if (!force && now - lastProgress < PROGRESS_INTERVAL_MS) return;
-  lastProgress = now;
-  const message = { type: "progress", stage, bytes: totalBytes(), kinds: { ...kinds }, timeline: { ...timeline } };
+const progress = new Progress((kinds) => {
+  const message = { type: "progress", source: "search", stage, kinds, timeline: { ...timeline } };
   self.postMessage({ ...message, python_start: pythonStart });
-}
+});
 
 function mark(step) {
   timeline[step] = performance.timeOrigin + performance.now();
@@ -50,57 +43,15 @@ function mark(step) {
 
 function setStage(text) {
   stage = text;
-  reportProgress(true);
+  progress.report(true);
 }
 
-function count(kind, n) {
-  kinds[kind] = (kinds[kind] || 0) + n;
-  reportProgress();
-}
-
-async function fetchBytes(url, kind) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  const parts = [];
-  let length = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    length += value.length;
-    count(kind, value.length);
-  }
-  const bytes = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
-  }
-  return bytes;
-}
-
-function hex(buffer) {
-  return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-function checkDigest(path, actual) {
-  const expected = expectedSha256.get(path);
-  if (expected === undefined) throw new Error(`${path} is not listed in manifest.json; the site is damaged`);
-  if (actual !== expected) {
-    throw new Error(`${path} does not match its checksum in manifest.json; the site's data is damaged`);
-  }
-}
-
-async function verified(path, bytes) {
-  const started = performance.now();
-  checkDigest(path, hex(await crypto.subtle.digest("SHA-256", bytes)));
-  verifyMs += performance.now() - started;
-  return bytes;
+function counter(kind) {
+  return (n) => progress.count(kind, n);
 }
 
 async function prefetch(path, kind) {
-  prefetched.set(path, await verified(path, await fetchBytes(config.base + path, kind)));
+  prefetched.set(path, await checksums.fetch(config.base, path, counter(kind)));
 }
 
 // One line for the visitor: a Python error's message is its whole traceback, whose last line says what.
@@ -111,26 +62,6 @@ function oneLine(error) {
   return last.length > 300 ? last.slice(0, 297) + "..." : last;
 }
 
-async function loadManifest() {
-  let response;
-  try {
-    response = await fetch(config.manifest, { cache: "no-cache" });
-  } catch {
-    throw new Error("manifest.json could not be fetched; check the connection and reload");
-  }
-  if (!response.ok) throw new Error(`manifest.json is missing (HTTP ${response.status}); the site is not fully published`);
-  const text = await response.text();
-  let manifest;
-  try {
-    manifest = JSON.parse(text);
-  } catch {
-    throw new Error("manifest.json is damaged (not JSON); rebuild and publish the site again");
-  }
-  for (const artifact of manifest.artifacts || []) expectedSha256.set(artifact.path, artifact.sha256);
-  count("data", text.length);
-  return text;
-}
-
 // The engine reads lazily (a paper's text when one of its passages is shown) and synchronously, as
 // Python does; a worker may block on a synchronous request, the page never does.
 function readSync(path) {
@@ -139,21 +70,50 @@ function readSync(path) {
     prefetched.delete(path);
     return ahead;
   }
+  const gzipped = checksums.expected.has(path + GZIP); // its .gz copy, gunzipped by the core (zlib)
   const request = new XMLHttpRequest();
-  request.open("GET", config.base + path, false);
+  request.open("GET", config.base + path + (gzipped ? GZIP : ""), false);
   request.responseType = "arraybuffer";
   request.send();
-  if (request.status !== 200) throw new Error(`${path}: HTTP ${request.status}`);
-  count("text", request.response.byteLength);
-  const bytes = new Uint8Array(request.response);
-  checkDigest(path, core.sha256_hex(bytes));
+  if (request.status !== 200) throw new Error(`${path}${gzipped ? GZIP : ""}: HTTP ${request.status}`);
+  progress.count("text", request.response.byteLength);
+  let bytes = new Uint8Array(request.response);
+  if (gzipped) {
+    try {
+      bytes = core.gunzipped(bytes);
+    } catch (error) {
+      console.error(`${path}${GZIP}:`, error);
+      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`);
+    }
+  }
+  checksums.check(path, core.sha256_hex(bytes));
   return bytes;
 }
 
-function countResources(prefix, kind) {
+// Modules come in through import(), which no wrapper sees: their sizes are read from resource timing.
+function countModules(prefix, kind) {
   for (const entry of performance.getEntriesByType("resource")) {
-    if (entry.name.startsWith(prefix)) kinds[kind] = (kinds[kind] || 0) + entry.decodedBodySize;
+    if (entry.name.startsWith(prefix) && entry.name.endsWith(".mjs")) progress.count(kind, entry.decodedBodySize);
   }
+}
+
+// Pyodide fetches its own files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json): while it
+// starts, the worker's fetch hands it their .gz copies decompressed, and counts the bytes as they come.
+// `fetched` resolves when the files keyword search waits for are all in.
+function pythonFiles(pyodideRoot) {
+  const waited = ["pyodide.asm.wasm", "python_stdlib.zip"];
+  const arrived = new Map(waited.map((name) => [name, Promise.withResolvers()]));
+  async function fetchForPython(resource, init) {
+    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
+    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
+    const name = url.slice(pyodideRoot.length);
+    const done = () => arrived.get(name)?.resolve();
+    const gzipped = gzippedRuntime.has(url);
+    const { response, body } = await download(url, { gzipped, count: counter("pyodide"), done });
+    const type = name.endsWith(".wasm") ? "application/wasm" : response.headers.get("Content-Type");
+    return new Response(body, { headers: { "Content-Type": type || "application/octet-stream" } });
+  }
+  return { fetchForPython, fetched: Promise.all([...arrived.values()].map((deferred) => deferred.promise)) };
 }
 
 // --- Python start-up from a memory snapshot ----------------------------------------------------------
@@ -210,26 +170,25 @@ async function saveSnapshot() {
   }
 }
 
-async function startPython(fetchWheel) {
-  const pyodideRoot = new URL(config.pyodide, self.location.href).href;
+async function startPython(wheel, pyodideRoot) {
   const [{ loadPyodide }, snapshot] = await Promise.all([import(pyodideRoot + "pyodide.mjs"), savedSnapshot()]);
+  mark("pyodide_imported");
   if (snapshot) {
     try {
       const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
       pythonStart = "snapshot";
       mark("python_started");
-      countResources(pyodideRoot, "pyodide");
+      countModules(pyodideRoot, "pyodide");
       mark("core_installed");
       return pyodide;
     } catch {
       await snapshotRequest("readwrite", (store) => store.delete(config.base)).catch(() => {});
     }
   }
-  const wheel = fetchWheel();
   const pyodide = await loadPyodide({ indexURL: pyodideRoot, _makeSnapshot: true });
   pythonStart = "boot";
   mark("python_started");
-  countResources(pyodideRoot, "pyodide");
+  countModules(pyodideRoot, "pyodide");
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(await wheel, "wheel", { extractDir: sitePackages });
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
@@ -240,64 +199,102 @@ async function startPython(fetchWheel) {
   return pyodide;
 }
 
-// Python, the core wheel, the manifest and the keyword index all download at once.
-async function startKeyword() {
+// Everything downloads from the start, keyword search's files first: Python, the core wheel, the
+// manifest and the keyword index; the encoder, ONNX Runtime and the vectors as soon as those are in
+// (or keyword search is up), so that on a slow line they never share its bandwidth. ONNX Runtime starts
+// in the encoder's worker (encoder.js): its downloads while Python boots here, its session while this
+// worker reads the vectors.
+async function start() {
   setStage("Loading the Python runtime and the keyword index");
-  const manifestText = loadManifest();
-  const indexFiles = manifestText.then((text) => {
-    const { files } = JSON.parse(text);
-    return Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]);
-  }).then(() => mark("keyword_data_fetched"));
-  const fetchWheel = () => fetchBytes(config.wheel, "runtime");
-  const [pyodide, text] = await Promise.all([startPython(fetchWheel), manifestText, indexFiles]);
+  gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
+  const pyodideRoot = new URL(config.pyodide, self.location.href).href;
+  const python = pythonFiles(pyodideRoot);
+  self.fetch = python.fetchForPython;
+  const manifest = loadManifest(config.manifest).then(({ text, manifest }) => {
+    checksums = new Checksums(manifest);
+    progress.count("data", text.length);
+    return { text, files: manifest.files };
+  });
+  const indexFiles = manifest.then(({ files }) =>
+    Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]),
+  );
+  indexFiles.then(() => mark("keyword_data_fetched"), () => {});
+  const wheel = fetchBytes(config.wheel, { count: counter("runtime") }); // unused when a snapshot restores
+  const keywordFetched = Promise.all([indexFiles, wheel, python.fetched]);
+  keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
+  const semantic = Promise.all([manifest, Promise.race([keywordFetched, keywordReady])]).then(([{ files }]) =>
+    startSemantic(files),
+  );
+  semantic.catch(() => {}); // reported once keyword search is up (below)
+  const [pyodide, { text }] = await Promise.all([startPython(wheel, pyodideRoot), manifest, indexFiles]);
+  self.fetch = nativeFetch;
   setStage("Starting keyword search");
   core = pyodide.pyimport("readingroom_core.browser");
   site = core.open_site(readSync, text);
   mark("keyword_ready");
+  encoder.postMessage({ type: "session" }); // not before: Python's boot would share its core
   resolveKeyword();
   self.postMessage({ type: "ready", which: "keyword" });
-  return JSON.parse(text);
+  if (!semanticReady) setStage("Loading the semantic model and vectors");
+  return { semantic }; // wrapped: an async function returning a promise would wait for it
 }
 
-async function startSemantic(manifest) {
-  setStage("Loading the semantic model and vectors");
-  const { files } = manifest;
-  const [model] = await Promise.all([
-    fetchBytes(config.base + files.encoder, "model").then((bytes) => verified(files.encoder, bytes)),
+async function startSemantic(files) {
+  encoder.postMessage({ type: "go" });
+  const semanticFiles = Promise.all([
     prefetch(files.vectors, "vectors"),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
-    import(config.ort).then((module) => (ort = module)),
   ]);
+  await Promise.all([semanticFiles, keywordReady]);
   mark("semantic_data_fetched");
-  countResources(new URL(config.ort, self.location.href).href, "runtime");
-  ort.env.wasm.wasmPaths = config.ort_wasm;
-  ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
-  // Dequantise the int8 weights once at load, as the CLI does (builder/stages/encoder.py DEQUANTIZE_AT_LOAD):
-  // otherwise every run dequantises all of them again, about 3x slower.
-  session = await ort.InferenceSession.create(model, {
-    executionProviders: ["wasm"],
-    extra: { session: { disable_quant_qdq: "1" } },
-  });
-  countResources(new URL(config.ort_wasm.wasm, self.location.href).href, "runtime");
-  mark("encoder_started");
   site.load_semantic(); // also checks the graph's structure (readingroom_core/hnsw.py check_graph)
-  mark("semantic_ready");
+  mark("vectors_loaded");
+  const { checksums_ms } = await encoderStarted;
   semanticReady = true;
+  mark("semantic_ready");
+  progress.stop();
   setStage("ready");
-  self.postMessage({ type: "ready", which: "semantic", checksums_ms: verifyMs });
+  self.postMessage({ type: "ready", which: "semantic", checksums_ms: checksums.ms + checksums_ms });
+}
+
+// --- the query encoder's worker ------------------------------------------------------------------------
+
+let encoder; // the port to encoder.js: ONNX Runtime Web and the encoder session, on a core of their own
+const embeddings = new Map(); // request id -> {resolve, reject}
+let nextEmbedding = 1;
+let encoderStarted; // resolves with the encoder's start-up report, rejects with why it failed
+
+function listenToEncoder(port) {
+  encoder = port;
+  let started, failed;
+  encoderStarted = new Promise((resolve, reject) => ((started = resolve), (failed = reject)));
+  encoderStarted.catch(() => {}); // awaited once the vectors are in
+  encoder.onmessage = ({ data }) => {
+    if (data.type === "started") started(data);
+    else if (data.type === "failed") encoderFailed(new Error(data.error));
+    else if (data.type === "vector") {
+      const { resolve, reject } = embeddings.get(data.id);
+      embeddings.delete(data.id);
+      if (data.error) reject(new Error(data.error));
+      else resolve(data.vector);
+    }
+  };
+  function encoderFailed(error) {
+    failed(error);
+    for (const { reject } of embeddings.values()) reject(error);
+    embeddings.clear();
+  }
+  return encoderFailed;
 }
 
 async function embed(query) {
   const ids = site.encode_ids(query).toJs();
   if (!ids.length) return null;
-  const shape = [1, ids.length];
-  const feeds = {
-    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
-  };
-  const outputs = await session.run(feeds);
-  return Array.from(outputs[session.outputNames[0]].data);
+  const id = nextEmbedding++;
+  const vector = new Promise((resolve, reject) => embeddings.set(id, { resolve, reject }));
+  encoder.postMessage({ type: "embed", id, ids });
+  return Array.from(await vector);
 }
 
 let semanticError = null; // why semantic search is off for good (a failed load or query)
@@ -353,24 +350,30 @@ async function verify({ id, answer, evidence }) {
 
 const REQUESTS = { search, evidence, verify };
 
+let encoderFailed; // (error) -> void: the encoder's worker is gone
+
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     mark("worker_started");
     config = data.config;
-    let manifest;
+    encoderFailed = listenToEncoder(data.port);
+    let semantic;
     try {
-      manifest = await startKeyword();
+      ({ semantic } = await start());
     } catch (error) {
       console.error("Search could not start:", error);
       self.postMessage({ type: "failed", error: oneLine(error), stage });
       return;
     }
     try {
-      await startSemantic(manifest);
+      await semantic;
     } catch (error) {
+      progress.stop();
       semanticFailed(error);
     }
     await saveSnapshot();
+  } else if (data.type === "encoder_failed") {
+    encoderFailed(new Error(data.error));
   } else if (REQUESTS[data.type]) {
     let reply;
     try {

@@ -1,0 +1,152 @@
+"""A first visit in Debian chromium: what the page downloads, and what it says while it does (issue 12).
+
+The site is served on 127.0.0.1 by `builder serve`, which sends every file as stored (no compression),
+so the page must fetch the gzip copies the build wrote and decompress them itself. The slow-line tests
+throttle chromium's network (the DevTools protocol's network emulation) so that loading takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import SMALL_PAPERS, run_build, write_corpus
+from support.chromium import CHROMIUM, wait_for
+from support.pyodide import missing_runtime
+
+from builder.commands.serve import serve_in_thread
+
+pytestmark = pytest.mark.browser
+
+LOAD_TIMEOUT_MS = 120_000
+QUERY = "predicted queries appended to documents"
+SLOW_LINE = {"offline": False, "downloadThroughput": 40e6 / 8, "uploadThroughput": 5e6 / 8, "latency": 20}
+# Every 50 ms until semantic search is ready: the status the page shows, and what it knows.
+SAMPLE_WHILE_LOADING = """async () => {
+  const samples = [];
+  for (;;) {
+    const status = readingRoom.status();
+    samples.push({bytes: status.bytes, keyword: status.keyword, line: document.getElementById('status').textContent});
+    if (status.semantic || status.error || status.semantic_error) return samples;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}"""
+
+
+@pytest.fixture(scope="module")
+def served(built_sites, tmp_path_factory, generated_corpus):
+    """(site folder, its URL on loopback): the four small generated papers."""
+    if missing_runtime():
+        pytest.skip(missing_runtime())
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    root = tmp_path_factory.mktemp("loading")
+    cache = root / "cache"
+    shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
+    corpus = write_corpus(root / "corpus.toml", SMALL_PAPERS)
+    assert run_build(corpus, root / "site", cache, generated_corpus) == 0
+    server, url = serve_in_thread(root / "site")
+    yield root / "site", url
+    server.shutdown()
+    server.server_close()
+
+
+class Visit:
+    """A fresh page (no HTTP cache, no saved interpreter) that records every request and console error."""
+
+    def __init__(self, browser, line: dict | None = None):
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LOAD_TIMEOUT_MS)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(urlsplit(request.url).path))
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        if line:
+            devtools = self.context.new_cdp_session(self.page)
+            devtools.send("Network.enable")
+            devtools.send("Network.emulateNetworkConditions", line)
+
+
+@pytest.fixture
+def visit(browser):
+    visits = []
+
+    def open_visit(line: dict | None = None) -> Visit:
+        visits.append(Visit(browser, line))
+        return visits[-1]
+
+    yield open_visit
+    for view in visits:
+        view.context.close()
+
+
+def listed(site: Path) -> dict[str, int]:
+    manifest = json.loads((site / "manifest.json").read_text())
+    return {a["path"]: a["bytes"] for a in manifest["artifacts"] + manifest["runtime"]["artifacts"]}
+
+
+def test_the_gzip_copies_are_fetched_and_search_works(served, visit):
+    site, url = served
+    view = visit()
+    view.page.goto(url)
+    view.page.evaluate("window.readingRoom.semanticReady")
+    hits = view.page.evaluate("q => readingRoom.search(q, {k: 5})", QUERY)
+    assert hits and hits[0]["arxiv_id"] == SMALL_PAPERS[0]
+    assert view.page.evaluate("readingRoom.status().last_search.embed_ms") > 0  # the query was embedded
+    base = urlsplit(url).path
+    fetched = {path.removeprefix(base) for path in view.requests}
+    copies = {path.removesuffix(".gz") for path in listed(site) if path.endswith(".gz")}
+    assert len(copies) >= 8
+    for plain in copies:
+        if not plain.startswith("data/text/"):  # a paper's text is read when one of its passages shows
+            assert plain + ".gz" in fetched, plain
+        assert plain not in fetched, plain  # the plain files are for the CLI and other readers
+    assert any(path.startswith("data/text/") and path.endswith(".gz") for path in fetched)
+    assert view.errors == []
+
+
+def test_loading_shows_the_bytes_as_they_arrive_and_stops_counting_after(served, visit):
+    site, url = served
+    view = visit(SLOW_LINE)
+    view.page.goto(url)
+    samples = view.page.evaluate(SAMPLE_WHILE_LOADING)
+    before_keyword = [s["bytes"] for s in samples if not s["keyword"]]
+    # A real count: it rises through the Python download (several MB at 40 Mbit/s), never falls.
+    assert len(set(before_keyword)) >= 5, before_keyword
+    assert all(a <= b for a, b in zip(before_keyword, before_keyword[1:], strict=False))
+    lines = {s["line"] for s in samples if not s["keyword"] and s["bytes"] > 1e6}
+    assert len(lines) >= 3 and all(line.endswith(" MB") for line in lines), lines
+    status = view.page.evaluate("readingRoom.status()")
+    assert status["semantic"], status
+    # What was counted is what came over the line (files as stored, .gz copies where there are).
+    sizes = listed(site)
+    base = urlsplit(url).path
+    downloaded = sum(sizes.get(path.removeprefix(base), 0) for path in set(view.requests))
+    assert 0.9 * downloaded <= status["bytes"] <= downloaded, (status["bytes"], downloaded)
+    line = view.page.inner_text("#status")
+    assert line.startswith("Keyword and semantic search ready (")
+    for query in (QUERY, "renormalization group", "grouped query attention"):  # passages read later
+        assert view.page.evaluate("q => readingRoom.search(q, {k: 20})", query)
+    assert view.page.evaluate("readingRoom.status().bytes") == status["bytes"]
+    assert view.page.inner_text("#status") == line
+    assert view.errors == []
+
+
+def test_a_query_typed_while_loading_runs_as_soon_as_search_is_ready(served, visit):
+    _, url = served
+    view = visit(SLOW_LINE)
+    view.page.goto(url)
+    view.page.fill("#q", QUERY)
+    view.page.press("#q", "Enter")
+    assert not view.page.evaluate("readingRoom.status().keyword")  # still loading when asked
+    waiting = view.page.inner_text("#results .message.waiting")
+    assert waiting == f"Search is still loading; “{QUERY}” will run as soon as it is ready."
+    wait_for(view.page, "document.querySelector('#results .hit') !== null", LOAD_TIMEOUT_MS)
+    assert view.page.query_selector("#results .waiting") is None
+    assert view.page.evaluate("readingRoom.status().keyword")
+    assert view.errors == []

@@ -1,0 +1,161 @@
+// Downloads for the engine's two workers (worker.js, encoder.js): counted as the bytes arrive, so the
+// page shows real progress, and gunzipped here.
+//
+// Large files come as `<file>.gz` where the build wrote one (builder/stages/store.py with_gzip): a host
+// without compression would otherwise send them whole (GitHub Pages compresses text types on the fly,
+// binary ones not, and wasm by no documented rule). A
+// host that decodes the .gz on its way (Content-Encoding: gzip) hands over the plain bytes, so gzip's
+// magic bytes decide, not the name. Data files are checked against the manifest's sha256 of the file
+// itself, not of its .gz copy: what is checked is what is used, however it travelled.
+
+export const GZIP = ".gz";
+const PROGRESS_INTERVAL_MS = 200;
+const nativeFetch = self.fetch.bind(self);
+
+/** Start-up byte counts by kind of file, sent to the page (at most every 200 ms) while `counting`. */
+export class Progress {
+  constructor(post) {
+    this.post = post; // (kinds, force) -> void
+    this.kinds = {};
+    this.counting = true;
+    this.last = 0;
+  }
+
+  count(kind, n) {
+    if (!this.counting) return;
+    this.kinds[kind] = (this.kinds[kind] || 0) + n;
+    this.report();
+  }
+
+  report(force = false) {
+    const now = performance.now();
+    if (!force && now - this.last < PROGRESS_INTERVAL_MS) return;
+    this.last = now;
+    this.post({ ...this.kinds });
+  }
+
+  /** Start-up is over: passages read by later searches are no "loading". */
+  stop() {
+    this.report(true);
+    this.counting = false;
+  }
+}
+
+function concat(parts) {
+  const bytes = new Uint8Array(parts.reduce((length, part) => length + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return bytes;
+}
+
+function counted(body, count, done) {
+  const counter = new TransformStream({
+    transform(chunk, controller) {
+      count(chunk.length);
+      controller.enqueue(chunk);
+    },
+    flush: done,
+  });
+  return body.pipeThrough(counter);
+}
+
+async function gunzipped(body) {
+  const reader = body.getReader();
+  const head = [];
+  for (let length = 0; length < 2; ) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    head.push(value);
+    length += value.length;
+  }
+  const first = concat(head);
+  const replayed = new ReadableStream({
+    start(controller) {
+      if (first.length) controller.enqueue(first);
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  const isGzip = first[0] === 0x1f && first[1] === 0x8b;
+  return isGzip ? replayed.pipeThrough(new DecompressionStream("gzip")) : replayed;
+}
+
+/** The file at `url` as a stream of its own bytes (from `url`.gz when `gzipped`); `count(n)` is told of
+ * every chunk that arrives and `done()` when the last has. */
+export async function download(url, { gzipped = false, count = () => {}, done = () => {} } = {}) {
+  const response = await nativeFetch(gzipped ? url + GZIP : url);
+  if (!response.ok) throw new Error(`${url}${gzipped ? GZIP : ""}: HTTP ${response.status}`);
+  const body = counted(response.body, count, done);
+  return { response, body: gzipped ? await gunzipped(body) : body };
+}
+
+export async function fetchBytes(url, options) {
+  const { body } = await download(url, options);
+  return new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+function hex(buffer) {
+  return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** The data files the manifest lists: sha256 by site path, and which have a .gz copy. */
+export class Checksums {
+  constructor(manifest) {
+    this.expected = new Map((manifest.artifacts || []).map((artifact) => [artifact.path, artifact.sha256]));
+    this.ms = 0; // time spent checking, reported to the page
+  }
+
+  check(path, actual) {
+    const expected = this.expected.get(path);
+    if (expected === undefined) throw new Error(`${path} is not listed in manifest.json; the site is damaged`);
+    if (actual !== expected) {
+      throw new Error(`${path} does not match its checksum in manifest.json; the site's data is damaged`);
+    }
+  }
+
+  async verified(path, bytes) {
+    const started = performance.now();
+    this.check(path, hex(await crypto.subtle.digest("SHA-256", bytes)));
+    this.ms += performance.now() - started;
+    return bytes;
+  }
+
+  /** A data file under `base`, from its .gz copy where the manifest lists one, checked before use. */
+  async fetch(base, path, count) {
+    const gzipped = this.expected.has(path + GZIP);
+    const { body } = await download(base + path, { gzipped, count });
+    let bytes;
+    try {
+      bytes = new Uint8Array(await new Response(body).arrayBuffer());
+    } catch (error) {
+      if (!gzipped) throw error;
+      console.error(`${path}${GZIP}:`, error);
+      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`);
+    }
+    return this.verified(path, bytes);
+  }
+}
+
+/** manifest.json (revalidated on every load: it names this build's files) as {text, manifest}. */
+export async function loadManifest(url) {
+  let response;
+  try {
+    response = await nativeFetch(url, { cache: "no-cache" });
+  } catch {
+    throw new Error("manifest.json could not be fetched; check the connection and reload");
+  }
+  if (!response.ok) throw new Error(`manifest.json is missing (HTTP ${response.status}); the site is not fully published`);
+  const text = await response.text();
+  try {
+    return { text, manifest: JSON.parse(text) };
+  } catch {
+    throw new Error("manifest.json is damaged (not JSON); rebuild and publish the site again");
+  }
+}

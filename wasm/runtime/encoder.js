@@ -1,0 +1,114 @@
+// The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
+// downloading (and gunzipping and checking) when the search worker says keyword search has its files
+// ("go"), so that on a slow line the two never share the bandwidth, and creates the session when keyword
+// search is up ("session"): on a machine whose cores are busy, creating it while Python boots made
+// keyword search 3-5 s later (bench_browser, 112 papers, load 11-19); after it, the session is created
+// while the search worker reads the vectors.
+//
+// From the page:           {type: "init", config, port}: `port` is the search worker's line
+// To the page:             {type: "progress", source: "encoder", kinds, timeline}
+// From the search worker:  {type: "go"}, {type: "session"}, {type: "embed", id, ids}
+// To the search worker:    {type: "started", checksums_ms} | {type: "failed", error},
+//                          {type: "vector", id, vector} | {type: "vector", id, error}
+
+import { Checksums, Progress, fetchBytes, loadManifest } from "./download.js";
+
+const timeline = {}; // step -> epoch ms, as worker.js keeps it
+let config;
+let port;
+let ortModule; // imported as soon as the worker has its config
+let ort;
+let session;
+let started = null; // the start-up, begun at the first "go"
+let allowSession;
+const sessionAllowed = new Promise((resolve) => (allowSession = resolve)); // at "session"
+
+const progress = new Progress((kinds) =>
+  self.postMessage({ type: "progress", source: "encoder", kinds, timeline: { ...timeline } }),
+);
+
+function mark(step) {
+  timeline[step] = performance.timeOrigin + performance.now();
+}
+
+// ORT's own modules come in through import(): their sizes, from resource timing.
+function moduleBytes() {
+  return performance
+    .getEntriesByType("resource")
+    .filter((entry) => entry.name.endsWith(".mjs"))
+    .reduce((sum, entry) => sum + entry.decodedBodySize, 0);
+}
+
+async function start() {
+  const wasmUrl = new URL(config.ort_wasm.wasm, self.location.href).href;
+  const gzipped = config.gzipped.some((url) => new URL(url, self.location.href).href === wasmUrl);
+  const { manifest } = await loadManifest(config.manifest);
+  const checksums = new Checksums(manifest);
+  const count = (n) => progress.count("model", n);
+  const [model, wasm] = await Promise.all([
+    checksums.fetch(config.base, manifest.files.encoder, count),
+    fetchBytes(wasmUrl, { gzipped, count: (n) => progress.count("runtime", n) }),
+  ]);
+  mark("encoder_fetched");
+  await sessionAllowed;
+  ort = await ortModule;
+  ort.env.wasm.wasmPaths = config.ort_wasm;
+  ort.env.wasm.wasmBinary = wasm; // so ORT fetches nothing: the (gunzipped) bytes are here
+  ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
+  // Dequantise the int8 weights once at load, as the CLI does (builder/stages/encoder.py DEQUANTIZE_AT_LOAD):
+  // otherwise every run dequantises all of them again, about 3x slower.
+  session = await ort.InferenceSession.create(model, {
+    executionProviders: ["wasm"],
+    extra: { session: { disable_quant_qdq: "1" } },
+  });
+  mark("encoder_started");
+  progress.count("runtime", moduleBytes());
+  progress.stop();
+  return checksums.ms;
+}
+
+async function embed(ids) {
+  const shape = [1, ids.length];
+  const feeds = {
+    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
+    attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
+  };
+  const outputs = await session.run(feeds);
+  return Float32Array.from(outputs[session.outputNames[0]].data);
+}
+
+function message(error) {
+  return String(error && error.message ? error.message : error);
+}
+
+async function fromSearchWorker({ data }) {
+  if (data.type === "session") {
+    allowSession();
+  } else if (data.type === "go" && !started) {
+    started = start();
+    try {
+      port.postMessage({ type: "started", checksums_ms: await started });
+    } catch (error) {
+      console.error("The query encoder could not start:", error);
+      progress.stop();
+      port.postMessage({ type: "failed", error: message(error) });
+    }
+  } else if (data.type === "embed") {
+    try {
+      const vector = await embed(data.ids);
+      port.postMessage({ type: "vector", id: data.id, vector }, [vector.buffer]);
+    } catch (error) {
+      port.postMessage({ type: "vector", id: data.id, error: message(error) });
+    }
+  }
+}
+
+self.onmessage = ({ data }) => {
+  if (data.type !== "init") return;
+  mark("encoder_worker_started");
+  config = data.config;
+  port = data.port;
+  port.onmessage = fromSearchWorker;
+  ortModule = import(config.ort);
+  ortModule.catch(() => {}); // reported by start()
+};
