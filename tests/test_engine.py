@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -612,6 +613,37 @@ def test_did_you_mean_offers_the_corpus_own_words(engine):
     assert engine.suggest("Retreival tag:rag") == "Retrieval tag:rag"
     assert engine.suggest("low-rank adaptation") is None  # every word is in the corpus
     assert engine.suggest("zzqx") is None  # nothing close: no suggestion rather than a wild guess
+
+
+def _stem_distance_by_table(stem: str, word: str, limit: int) -> tuple[int, int]:
+    """stem_distance as the plain dynamic-programming table (adjacent transpositions cost one)."""
+    rows = [list(range(len(word) + 1))]
+    for i in range(1, len(stem) + 1):
+        row = [i] + [0] * len(word)
+        for j in range(1, len(word) + 1):
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (stem[i - 1] != word[j - 1]))
+            if i > 1 and j > 1 and stem[i - 1] == word[j - 2] and stem[i - 2] == word[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    ends = range(max(1, len(word) - engine_module.MAX_ENDING), len(word) + 1)
+    best = min(((rows[-1][j], len(word) - j) for j in ends), default=(limit + 1, 0))
+    return best if best[0] <= limit else (limit + 1, 0)
+
+
+def test_stem_distance_is_the_edit_distance_table_to_the_closest_prefix():
+    """The bit-parallel stem_distance (did-you-mean's cost) agrees with the plain table everywhere."""
+    assert engine_module.stem_distance("adapt", "adaptaion", 2) == (0, 4)  # "adapt" + "aion"
+    assert engine_module.stem_distance("transform", "transfomer", 2) == (1, 2)  # "transfom" + "er"
+    assert engine_module.stem_distance("attent", "attnetion", 2) == (1, 3)  # a transposition
+    assert engine_module.stem_distance("zebra", "attention", 2) == (3, 0)
+    rng = random.Random(20261123)
+    for alphabet in ("ab", "abc", "aeinorst"):  # few letters: many repeats and transpositions
+        for _ in range(3000):
+            stem = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            word = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            limit = rng.randint(0, 3)
+            expected = _stem_distance_by_table(stem, word, limit)
+            assert engine_module.stem_distance(stem, word, limit) == expected, (stem, word, limit)
 
 
 def test_edit_distance_counts_transpositions_and_stops_at_the_limit():

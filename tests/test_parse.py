@@ -150,6 +150,34 @@ def test_garbled_page_is_flagged_and_its_junk_dropped(paper, paper_pdf):
     assert not re.search("[\x00-\x08\ue000-\uf8ff\ufffd]", paper.text)
 
 
+def test_tex_math_glyphs_without_unicode_take_the_names_their_font_gives(tmp_path):
+    """Issue 12, item 5: a display formula's big parentheses and sum come from an embedded Type 1 font
+    with no ToUnicode map; pymupdf gives U+FFFD for them, the font's own encoding names them."""
+    pdf = pdfgen.write_tex_formula(tmp_path / "formula.pdf")
+    raw = "".join(
+        span["text"]
+        for block in pymupdf.open(pdf)[0].get_text("dict", flags=pymupdf.TEXT_MEDIABOX_CLIP)["blocks"]
+        for line in block["lines"]
+        for span in line["spans"]
+    )
+    assert raw.count("\ufffd") == 4  # the generator really wrote glyphs pymupdf cannot map
+    parsed = parse_pdf(pdf, "2401.00003")
+    expected = f"{pdfgen.FORMULA_BEFORE} ({pdfgen.FORMULA_INSIDE})\u2211 {pdfgen.FORMULA_AFTER}"
+    assert parsed.text == expected
+    assert parsed.unmapped_glyphs == 1  # "nosuchglyph": nothing knows it, so dropped and counted
+
+
+def test_math_extension_font_maps_by_its_fixed_layout_when_names_say_nothing(tmp_path):
+    """A CMEX-named font whose glyph names are no help still has TeX's OMX layout: code 0x12 is a big (."""
+    glyphs = {18: "cmex18", 19: "cmex19", 88: "cmex88", 100: "cmex100"}
+    pdf = pdfgen.write_tex_formula(tmp_path / "cmex.pdf", font_name="CMEX10", glyphs=glyphs)
+    parsed = parse_pdf(pdf, "2401.00004")
+    # 100 (0x64) is hatwidest in OMX: a wide circumflex accent
+    expected = f"{pdfgen.FORMULA_BEFORE} ({pdfgen.FORMULA_INSIDE})\u2211\u02c6 {pdfgen.FORMULA_AFTER}"
+    assert parsed.text == expected
+    assert parsed.unmapped_glyphs == 0
+
+
 def test_pages_with_good_text_are_not_flagged(paper):
     assert {f.page for f in paper.flags} == {pdfgen.PAGE_EMPTY, pdfgen.PAGE_GARBLED}
 

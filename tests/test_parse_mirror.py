@@ -118,11 +118,27 @@ def test_full_width_abstract_above_two_columns(parsed):
     assert first.index("We show how the success of deep learning") < left_column_end < right_column_start
 
 
-@pytest.mark.parametrize(("arxiv_id", "at_least"), [("1412.6980", 92), ("2004.05150", 1)])
-def test_glyphs_without_unicode_are_dropped_and_counted(parsed, arxiv_id, at_least):
-    """Issue 12, item 5: U+FFFD ("\ufffdQKT" in a Longformer snippet) neither shows nor reaches the index."""
+@pytest.mark.parametrize(
+    ("arxiv_id", "formula"),
+    [
+        ("2004.05150", "(QKT"),  # CMEX10's parenleftbigg: "\ufffdQKT" in a Longformer snippet before
+        ("1412.6980", "\u02c6mt \u2190mt/(1 \u2212\u03b2t 1)"),  # Adam's bias-corrected moment, its hat from CMEX10
+        ("1502.03167", "N \u2211 1 N"),  # batch norm's sum from a CFF CMEX7 with /Differences
+        ("1411.2738", "\u27e6"),  # stmaryrd's llbracket
+    ],
+)
+def test_tex_math_glyphs_take_the_character_their_font_names(parsed, arxiv_id, formula):
+    """Issue 12, item 5: glyphs pymupdf gives as U+FFFD are mapped from the font's own glyph names."""
     paper = parsed(arxiv_id)
+    assert formula in paper.text
     assert "\ufffd" not in paper.text
     assert not re.search("[\ue000-\uf8ff]", paper.text)
-    assert paper.unmapped_glyphs >= at_least
+    assert paper.unmapped_glyphs == 0
+
+
+def test_glyphs_nothing_maps_are_dropped_and_counted(parsed):
+    """A subset CFF font with bare codes and no names: nothing to map, so dropped and counted."""
+    paper = parsed("1502.05767")
+    assert "\ufffd" not in paper.text
+    assert paper.unmapped_glyphs >= 1
     assert ParsedPaper.from_json(json.loads(json.dumps(paper.to_json()))).unmapped_glyphs == paper.unmapped_glyphs

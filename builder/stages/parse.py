@@ -18,8 +18,9 @@ import numpy as np
 import pymupdf
 
 from builder.models import PageFlag, PageSpan, ParsedPaper, Section
+from builder.stages.glyphs import ADOBE_PIECES, FontGlyphs, map_unmapped
 
-PARSER_VERSION = "2"  # 2: glyphs without a Unicode mapping are dropped from kept lines and counted
+PARSER_VERSION = "3"  # 3: glyphs without a Unicode mapping take the character their font names, if any
 
 
 class ParseError(Exception):
@@ -75,8 +76,10 @@ _CHAR_MAP = str.maketrans(
         "\t": " ",
         "\r": " ",
         "\n": " ",
+        **{chr(code): piece for code, piece in ADOBE_PIECES.items()},
     }
 )
+_PIECES = str.maketrans({chr(code): piece for code, piece in ADOBE_PIECES.items()})
 _SPACES = re.compile(r" {2,}")
 _ALNUM = re.compile(r"[^\W_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -89,9 +92,10 @@ _DIGITS = re.compile(r"\d+")
 _WHITESPACE = re.compile(r"\s+")
 # Glyphs without a Unicode mapping: U+FFFD, private use, control characters, pdfminer-style (cid:NN).
 _JUNK = re.compile(r"[\ufffd\ue000-\uf8ff\x00-\x08\x0b\x0c\x0e-\x1f]|\(cid:\d+\)")
-# What pymupdf gives for a glyph its font does not map to Unicode (mostly TeX's big delimiters and sums
-# from CMEX/txexs, circle pieces, bitmap Type 3 fonts). Left in, "\ufffdQKT" showed in snippets and
-# split words in the index; nothing a reader could type, so dropped from the text and counted.
+# What is left of a glyph its font does not map to Unicode once `glyphs` has mapped what the font names
+# (TeX's big delimiters and sums, delimiter pieces): subset fonts with bare codes, bitmap Type 3 fonts.
+# Left in, "\ufffdQKT" showed in snippets and split words in the index; nothing a reader could type,
+# so dropped from the text and counted.
 _UNMAPPED = re.compile(r"[\ufffd\ue000-\uf8ff]")
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|^CMBX|NimbusRomNo9L-Medi", re.IGNORECASE)
@@ -146,7 +150,8 @@ def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
     path = Path(path)
     doc = _open_document(path)
     try:
-        raw_pages = [_read_page(doc, index) for index in range(doc.page_count)]
+        fonts = FontGlyphs(doc)
+        raw_pages = [_read_page(doc, index, fonts) for index in range(doc.page_count)]
     finally:
         doc.close()
     body_size = _body_font_size(raw_pages)
@@ -245,11 +250,15 @@ def _open_document(path: Path) -> pymupdf.Document:
 # --- one page ------------------------------------------------------------------------------------
 
 
-def _read_page(doc: pymupdf.Document, index: int) -> RawPage:
+def _read_page(doc: pymupdf.Document, index: int, fonts: FontGlyphs) -> RawPage:
     try:
         page = doc.load_page(index)
         width, height = page.rect.width, page.rect.height
-        data = page.get_text("dict", flags=pymupdf.TEXT_MEDIABOX_CLIP)
+        textpage = page.get_textpage(flags=pymupdf.TEXT_MEDIABOX_CLIP)
+        data = page.get_text("dict", textpage=textpage)
+        if _has_unmapped(data):
+            raw = page.get_text("rawdict", textpage=textpage)
+            data = map_unmapped(page, raw, pymupdf.TEXT_MEDIABOX_CLIP, fonts)
     except Exception as error:  # a single damaged page should not lose the paper
         return RawPage(index + 1, 0.0, 0.0, [], "", error=f"page could not be read: {error}")
     blocks = [b for b in data["blocks"] if b.get("type", 0) == 0]
@@ -262,7 +271,7 @@ def _read_page(doc: pymupdf.Document, index: int) -> RawPage:
             dx, dy = line["dir"]
             if dx * direction[0] + dy * direction[1] < 0.99:
                 continue  # rotated figure labels and the arXiv margin stamp
-            raw = "".join(span["text"] for span in line["spans"])
+            raw = "".join(span["text"] for span in line["spans"]).translate(_PIECES)
             raw_parts.append(raw)
             if _mostly_junk(raw):
                 continue  # glyphs without a Unicode mapping: nothing a reader could search for
@@ -275,6 +284,15 @@ def _read_page(doc: pymupdf.Document, index: int) -> RawPage:
     page = RawPage(index + 1, width, height, lines, " ".join(raw_parts), unmapped=unmapped)
     page.lines = _merge_rows(_reading_order(page))
     return page
+
+
+def _has_unmapped(data: dict) -> bool:
+    return any(
+        "\ufffd" in span["text"]
+        for block in data["blocks"]
+        for line in block.get("lines", ())
+        for span in line["spans"]
+    )
 
 
 def _mostly_junk(raw: str) -> bool:

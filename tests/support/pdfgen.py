@@ -147,3 +147,93 @@ def write_zero_pages(path: Path) -> Path:
 def write_not_a_pdf(path: Path) -> Path:
     path.write_bytes(b"<html>503 Service Unavailable</html>\n%%EOF\n")
     return path
+
+
+# --- glyphs without a Unicode mapping --------------------------------------------------------------
+
+# What a TeX display formula puts on the page through its math extension font: glyph names the Adobe
+# Glyph List does not know, in a Type 1 program embedded without a ToUnicode map (as dvips and pdfTeX
+# write CMEX10). Codes as in TeX's OMX layout.
+TEX_GLYPHS = {18: "parenleftbigg", 19: "parenrightbigg", 88: "summationdisplay", 100: "nosuchglyph"}
+FORMULA_BEFORE, FORMULA_INSIDE, FORMULA_AFTER = "Attention = softmax", "QKT", "V over all keys"
+
+
+def _charstring(width: int) -> bytes:
+    """`0 width hsbw endchar`: an empty glyph that still advances, encrypted as Type 1 charstrings are."""
+    high, low = divmod(width - 108, 256)
+    plain = bytes([139, 247 + high, low, 13, 14])
+    return _type1_encrypt(bytes(4) + plain, 4330)
+
+
+def _type1_encrypt(data: bytes, key: int) -> bytes:
+    out = bytearray()
+    for byte in data:
+        cipher = byte ^ (key >> 8)
+        key = ((cipher + key) * 52845 + 22719) & 0xFFFF
+        out.append(cipher)
+    return bytes(out)
+
+
+def type1_font(name: str, glyphs: dict[int, str]) -> tuple[bytes, int, int]:
+    """A minimal Type 1 font program whose built-in encoding names `glyphs` (code -> glyph name), and
+    the lengths of its clear and encrypted parts (the /Length1 and /Length2 of a /FontFile)."""
+    encoding = "".join(f"dup {code} /{glyph} put\n" for code, glyph in sorted(glyphs.items()))
+    clear = (
+        f"%!PS-AdobeFont-1.0: {name} 001.000\n12 dict begin\n/FontName /{name} def\n/PaintType 0 def\n"
+        "/FontType 1 def\n/FontMatrix [0.001 0 0 0.001 0 0] readonly def\n/Encoding 256 array\n"
+        f"0 1 255 {{1 index exch /.notdef put}} for\n{encoding}readonly def\n"
+        "/FontBBox {0 -1000 1000 1000} readonly def\ncurrentdict end\ncurrentfile eexec\n"
+    ).encode("ascii")
+    strings = b"".join(
+        b"/%s %d RD " % (glyph.encode(), len(_charstring(600))) + _charstring(600) + b" ND\n"
+        for glyph in [".notdef", *glyphs.values()]
+    )
+    char_strings = b"2 index /CharStrings %d dict dup begin\n" % (len(glyphs) + 1)
+    private = (
+        b"dup /Private 8 dict dup begin\n/RD{string currentfile exch readstring pop}executeonly def\n"
+        b"/ND{noaccess def}executeonly def\n/NP{noaccess put}executeonly def\n/MinFeature{16 16}def\n"
+        b"/password 5839 def\n/BlueValues [] def\n/Subrs 0 array ND\n"
+        + char_strings
+        + strings
+        + b"end\nend\nreadonly put\nnoaccess put\ndup/FontName get exch definefont pop\n"
+        b"mark currentfile closefile\n"
+    )
+    encrypted = _type1_encrypt(bytes(4) + private, 55665)
+    return clear + encrypted, len(clear), len(encrypted)
+
+
+def write_tex_formula(path: Path, font_name: str = "TestTeXMath", glyphs: dict | None = None) -> Path:
+    """One page: a display formula whose big parentheses and sum come from an embedded Type 1 font
+    with no ToUnicode map, "Attention = softmax (QKT) ∑ V over all keys", plus one glyph named
+    `nosuchglyph` that nothing can map."""
+    glyphs = TEX_GLYPHS if glyphs is None else glyphs
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE_WIDTH, height=PAGE_HEIGHT)
+
+    def new_object(text: str, stream: bytes | None = None) -> int:
+        xref = doc.get_new_xref()
+        doc.update_object(xref, text)
+        if stream is not None:
+            doc.update_stream(xref, stream, compress=False)
+        return xref
+
+    program, clear, encrypted = type1_font(font_name, glyphs)
+    font_file = new_object(f"<< /Length1 {clear} /Length2 {encrypted} /Length3 0 >>", program)
+    descriptor = new_object(
+        f"<< /Type /FontDescriptor /FontName /ABCDEF+{font_name} /Flags 4 /FontBBox [0 -1000 1000 1000] "
+        f"/ItalicAngle 0 /Ascent 800 /Descent -200 /CapHeight 700 /StemV 50 /FontFile {font_file} 0 R >>"
+    )
+    math = new_object(
+        f"<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+{font_name} /FontDescriptor {descriptor} 0 R >>"
+    )
+    text = new_object("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    shown = (
+        f"BT /T 10 Tf 72 700 Td ({FORMULA_BEFORE} ) Tj /M 10 Tf <12> Tj /T 10 Tf ({FORMULA_INSIDE}) Tj "
+        f"/M 10 Tf <13> Tj <58> Tj <64> Tj /T 10 Tf ( {FORMULA_AFTER}) Tj ET"
+    )
+    contents = new_object("<< >>", shown.encode("ascii"))
+    doc.xref_set_key(page.xref, "Resources", f"<< /Font << /T {text} 0 R /M {math} 0 R >> >>")
+    doc.xref_set_key(page.xref, "Contents", f"{contents} 0 R")
+    doc.save(path)
+    doc.close()
+    return path

@@ -104,6 +104,30 @@ def bench(request: dict) -> dict:
     }
 
 
+def suggest(request: dict) -> dict:
+    """Seconds per did-you-mean (`SearchEngine.suggest`) for each case, and its suggestion.
+
+    The first call is timed apart (it builds the term lists), then one untimed pass reads the text
+    files the suggestions spell words from. Timed passes then run each case twice: with the engine's
+    memo of corrections cleared (the cost of a word met for the first time) and again (memoized).
+    """
+    engine = open_folder(request["site"]).engine
+    started = time.perf_counter()
+    engine.suggest(request["cases"][0]["query"])
+    first_call = time.perf_counter() - started
+    suggestions = [engine.suggest(case["query"]) for case in request["cases"]]
+    fresh: list[list[float]] = [[] for _ in request["cases"]]
+    memoized: list[list[float]] = [[] for _ in request["cases"]]
+    for _ in range(request["repeat"]):
+        for index, case in enumerate(request["cases"]):
+            engine._corrections.clear()  # benchmark only: forget what earlier calls worked out
+            for times in (fresh[index], memoized[index]):
+                started = time.perf_counter()
+                engine.suggest(case["query"])
+                times.append(time.perf_counter() - started)
+    return {"first_call_s": first_call, "fresh_s": fresh, "memoized_s": memoized, "suggestions": suggestions}
+
+
 def profile(request: dict) -> dict:
     """Where a warm search spends its time, per mode: cProfile's cumulative and own seconds per query of
     the costliest functions (profiling slows pure-Python code, so read the shares, not the totals)."""
@@ -158,6 +182,7 @@ OPERATIONS = {
     "tokenize": tokenize,
     "bench": bench,
     "profile": profile,
+    "suggest": suggest,
     "evidence": evidence,
     "verify": verify,
 }

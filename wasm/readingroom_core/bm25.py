@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
@@ -85,7 +86,10 @@ class BM25Index:
         self.doc_lengths: list[int] = postings["dl"]
         self._terms: dict[str, list] = postings["t"]
         self._decoded: dict[str, tuple[list[int], list[int]] | None] = {}
-        self._by_initial: dict[str, list[str]] | None = None  # built on the first "did you mean"
+        # for "did you mean", built when first needed: all terms in order, and per initial letter met so
+        # far its terms by length with their lengths
+        self._sorted_terms: list[str] | None = None
+        self._by_initial: dict[str, tuple[list[int], list[str]]] = {}
         average = self.avgdl or 1.0
         self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
 
@@ -103,15 +107,19 @@ class BM25Index:
 
     def terms_near(self, term: str, shortest: int, longest: int) -> list[str]:
         """Indexed terms that could be `term` misspelt: same first letter, a length in [shortest, longest]."""
-        if self._by_initial is None:
-            self._by_initial = {}
-            for known in self._terms:
-                self._by_initial.setdefault(known[:1], []).append(known)
-        return [
-            known
-            for known in self._by_initial.get(term[:1], ())
-            if shortest <= len(known) <= longest and known != term
-        ]
+        initial = term[:1]
+        if not initial:
+            return []
+        if initial not in self._by_initial:
+            if self._sorted_terms is None:
+                self._sorted_terms = sorted(self._terms)  # the file keeps its terms sorted: a linear pass
+            first = bisect_left(self._sorted_terms, initial)
+            after = bisect_left(self._sorted_terms, chr(ord(initial) + 1), first)
+            terms = sorted(self._sorted_terms[first:after], key=len)
+            self._by_initial[initial] = ([len(known) for known in terms], terms)
+        lengths, terms = self._by_initial[initial]
+        found = terms[bisect_left(lengths, shortest) : bisect_right(lengths, longest)]
+        return [known for known in found if known != term]
 
     def search(
         self, query_terms: Iterable[str], k: int, allowed: Callable[[int], bool] | None = None

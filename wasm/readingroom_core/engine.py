@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from operator import mul
 
 from readingroom_core.analysis import Query, analyze, contains_phrase, parse_query
@@ -295,6 +296,7 @@ class SearchEngine:
         self._vectors: UsearchFile | None = None
         self._row_norms: dict[int, float] = {}
         self._texts: dict[int, dict] = {}
+        self._corrections: dict[tuple[str, str], str | None] = {}  # (term, typed word) -> suggestion
 
     def _paper_of_each_chunk(self) -> list[int]:
         paper_of = [-1] * self.n_chunks
@@ -397,7 +399,10 @@ class SearchEngine:
             terms = analyze(match.group())
             if len(terms) != 1 or self._bm25.doc_freq(terms[0]):
                 continue
-            better = self._correction(terms[0], match.group())
+            key = (terms[0], match.group())
+            if key not in self._corrections:  # a visitor refining a query types the same word again
+                self._corrections[key] = self._correction(*key)
+            better = self._corrections[key]
             if better is None:
                 continue
             pieces += [query[at : match.start()], better]
@@ -413,9 +418,11 @@ class SearchEngine:
         """
         lower = typed.lower()
         allowed = 1 if len(lower) <= 5 else 2
+        letters = set(lower)
         candidates = []
         for known in self._bm25.terms_near(term, max(4, len(lower) - MAX_ENDING), len(lower) + allowed):
-            if known.isalpha():
+            # each letter of `known` the typed word lacks costs an edit: most terms fail here, cheaply
+            if known.isalpha() and len(set(known).difference(letters)) <= allowed:
                 distance, ending = stem_distance(known, lower, allowed)
                 if distance <= allowed:
                     candidates.append((distance, ending, -self._bm25.doc_freq(known), known))
@@ -431,7 +438,9 @@ class SearchEngine:
         doc_ids, _ = self._bm25.postings(term)
         words: set[str] = set()
         for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
-            words.update(w.lower() for w in _WORD_RE.findall(self.chunk(doc_id)["t"]) if analyze(w) == [term])
+            words.update(
+                w.lower() for w in _WORD_RE.findall(self.chunk(doc_id)["t"]) if _analysed(w) == (term,)
+            )
         return words
 
     def _resolve_tags(self, filters: Filters) -> Filters:
@@ -469,9 +478,7 @@ class SearchEngine:
                     seen_sections.add(self._section[doc_id])
                     openings.append((len(seen_sections), turn, doc_id))
         openings.sort()
-        return [
-            Fused(doc_id, 0.0, dict.fromkeys(RETRIEVERS)) for _, _, doc_id in openings[:k]
-        ]
+        return [Fused(doc_id, 0.0, dict.fromkeys(RETRIEVERS)) for _, _, doc_id in openings[:k]]
 
     def _pages_of(self, doc_id: int) -> range:
         start = self._page_start[doc_id]
@@ -590,22 +597,55 @@ SPELLED_CANDIDATES = 3  # nearest stems spelt out (each may read up to five pape
 MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
 
 
+@lru_cache(maxsize=1 << 15)
+def _analysed(word: str) -> tuple[str, ...]:
+    """A passage's words repeat: spelling out a suggestion analysed the same words again and again."""
+    return tuple(analyze(word))
+
+
 def stem_distance(stem: str, word: str, limit: int) -> tuple[int, int]:
     """(edit distance of `stem` to the closest prefix of `word`, letters of `word` after that prefix),
-    counting only prefixes that leave at most MAX_ENDING letters; distances over `limit` as limit + 1."""
-    previous2: list[int] = []
-    previous = list(range(len(word) + 1))
-    for i, char_s in enumerate(stem, start=1):
-        current = [i] + [0] * len(word)
-        for j, char_w in enumerate(word, start=1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_s != char_w))
-            if i > 1 and j > 1 and char_s == word[j - 2] and stem[i - 2] == char_w:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        previous2, previous = previous, current
-    best = (limit + 1, 0)
-    for j in range(max(1, len(word) - MAX_ENDING), len(word) + 1):
-        best = min(best, (previous[j], len(word) - j))
-    return best if best[0] <= limit else (limit + 1, 0)
+    counting only prefixes that leave at most MAX_ENDING letters; distances over `limit` as limit + 1.
+
+    Every indexed term with the typed word's initial and a near length meets this, so it is the cost
+    of "did you mean": Hyyrö's bit-parallel form of the (adjacent-transposition) edit distance keeps a
+    column of the table in a few integers and reads the distance to each prefix of `word` off it, one
+    step per letter of `word` (about ten times fewer Python operations than the table row by row),
+    stopping once the letters left could not bring the distance within `limit`.
+    """
+    over = limit + 1
+    first_end = max(1, len(word) - MAX_ENDING)
+    if not stem:
+        best = min(((j, len(word) - j) for j in range(first_end, len(word) + 1)), default=(over, 0))
+        return best if best[0] <= limit else (over, 0)
+    mask = (1 << len(stem)) - 1
+    last_row = 1 << (len(stem) - 1)
+    positions: dict[str, int] = {}  # letter -> bits of its positions in `stem`
+    for i, char in enumerate(stem):
+        positions[char] = positions.get(char, 0) | (1 << i)
+    plus, minus, diagonal, previous_match = mask, 0, 0, 0  # vertical +1/-1 deltas, zero diagonals
+    distance = len(stem)  # to the empty prefix
+    best = (over, 0)
+    for j, char in enumerate(word, start=1):
+        match = positions.get(char, 0)
+        transposed = (((~diagonal) & match) << 1) & previous_match
+        diagonal = ((((match & plus) + plus) ^ plus) | match | minus | transposed) & mask
+        horizontal_plus = (minus | ~(diagonal | plus)) & mask
+        horizontal_minus = plus & diagonal
+        if horizontal_plus & last_row:
+            distance += 1
+        elif horizontal_minus & last_row:
+            distance -= 1
+        horizontal_plus = ((horizontal_plus << 1) | 1) & mask
+        horizontal_minus = (horizontal_minus << 1) & mask
+        plus = (horizontal_minus | ~(diagonal | horizontal_plus)) & mask
+        minus = horizontal_plus & diagonal
+        previous_match = match
+        if j >= first_end and distance <= limit:
+            best = min(best, (distance, len(word) - j))
+        elif distance - (len(word) - j) > limit:
+            return best  # each letter left can lower the distance by one at most: none will do
+    return best
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
