@@ -236,7 +236,7 @@ def about_text(title: str, abstract: str) -> str:
 
 def paper_vector(chunk_rows: np.ndarray, about: np.ndarray | None) -> np.ndarray:
     """The paper view: the direction of its chunks' mean plus its abstract's vector, each unit length
-    first so neither dominates (tuned as 'abstract + mean of chunks' in scripts/bench_paper_view.py)."""
+    first so neither dominates (chosen over either alone on the tuning questions)."""
     parts = [chunk_rows.mean(axis=0)] + ([about] if about is not None else [])
     total = sum(part / max(float(np.linalg.norm(part)), 1e-12) for part in parts)
     return (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)

@@ -76,12 +76,12 @@ class SearchOptions:
     # weighted fusion; BM25 gets 1 - dense_weight. 0.3 measured best over the 54 answerable dev + extra questions and
     # on BEIR (SciFact 0.733 vs 0.725 at 0.6; NFCorpus, ArguAna unchanged); 0.6 lost MRR 0.75 -> 0.63 on extra.
     dense_weight: float = 0.3
-    # The paper view (weighted hybrid only, on sites whose papers carry a vector): each result gains paper_weight x
-    # its paper's similarity to the query (min-max over the papers), and the opening passage of the
-    # paper_openings most similar papers joins the dense candidates with that similarity. Chosen on the
-    # tuning questions (dev, extra, tune; scripts/bench_paper_view.py): on tune, paraphrase R@10 0.60 -> 0.71
-    # and MRR 0.47 -> 0.49; extra MRR 0.77 -> 0.80; dev MRR 0.81 -> 0.79. 0.5 did better on tune alone
-    # and worse on extra.
+    # The paper view (weighted hybrid only, on sites whose papers carry a vector): each result gains
+    # paper_weight x its paper's similarity to the query (min-max over the papers), and the opening passage
+    # of the paper_openings most similar papers joins the dense candidates with that similarity. Chosen on
+    # the tuning questions (dev, extra, tune; `eval --paper-weight 0 --paper-openings 0` turns it off): on
+    # tune, paraphrase R@10 0.60 -> 0.71 and MRR 0.47 -> 0.49; extra MRR 0.77 -> 0.80; dev MRR 0.81 -> 0.79.
+    # 0.5 did better on tune alone and worse on extra.
     paper_weight: float = 0.3
     paper_openings: int = 3
     rrf_k: int = 60
