@@ -76,6 +76,7 @@ def bench(session: nox.Session) -> None:
             "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file
         )
     session.run("python", "scripts/bench_core.py", "--site", site)
+    session.run("python", "scripts/bench_encoder.py", "--site", site)
     session.run("python", "scripts/bench_browser.py", "--site", site)
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))

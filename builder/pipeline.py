@@ -317,9 +317,13 @@ def document_encoder_path(cache_dir: Path, identity: embed.ModelIdentity) -> Pat
 
 
 def export_encoder(model_dir: Path, identity: embed.ModelIdentity, cache_dir: Path) -> encoder.EncoderFiles:
-    """The ONNX export takes a while and depends only on the model, so it is cached per model identity."""
+    """The ONNX export takes a while and depends only on the model and the quantisation, so it is cached per
+    model identity and quantisation (a new format re-exports instead of reusing the old file)."""
+    quantization = hashlib.sha256(json.dumps(encoder.QUANTIZATION, sort_keys=True).encode()).hexdigest()[:8]
     folder = (
-        cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-{encoder.CONFIG_FORMAT.replace('/', '-')}"
+        cache_dir
+        / "encoder"
+        / f"{identity.weights_sha256[:20]}-{encoder.CONFIG_FORMAT.replace('/', '-')}-{quantization}"
     )
     files = encoder.EncoderFiles(
         onnx=folder / "query_encoder.onnx",

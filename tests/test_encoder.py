@@ -1,4 +1,5 @@
-"""The shipped (quantised) query encoder against sentence-transformers, and export determinism."""
+"""The shipped (quantised) query encoder against sentence-transformers and ONNX Runtime Web, and export
+determinism."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 import json
 import random
 import re
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,7 +17,24 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from builder.stages.encoder import OnnxQueryEncoder, export_query_encoder, quantize_weights_int8
+from builder.stages.encoder import (
+    DEQUANTIZE_AT_LOAD,
+    TABLE_BLOCK,
+    OnnxQueryEncoder,
+    export_query_encoder,
+    quantize_weights,
+    uint4_blocks,
+    uint4_tensor,
+)
+from builder.stages.runtime import WASM_DIR
+
+ORT_WEB = WASM_DIR / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min.mjs"
+EMBED_SCRIPT = WASM_DIR / "node" / "embed_queries.mjs"
+EXTRA_QUESTIONS = Path(__file__).parent / "data" / "questions-extra.jsonl"
+TECH_WORDS = (
+    "attention", "retrieval", "quantization", "transformer", "embeddings", "distillation", "LoRA",
+    "tokenizer", "benchmark", "perplexity", "contrastive", "sparse", "reranking", "diffusion",
+)
 
 MIN_COSINE = 0.99
 MIN_MEAN_COSINE = 0.995
@@ -113,40 +133,97 @@ def test_config_describes_the_graph(exported):
     model = onnx.load(str(files.onnx))
     float_weights = [t.name for t in model.graph.initializer
                      if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 2]
-    assert not float_weights  # every weight matrix ships as int8
-    assert sum(t.data_type == onnx.TensorProto.INT8 for t in model.graph.initializer) == 6 * 6 + 3
+    assert not float_weights  # every weight matrix ships quantised
+    kinds = {t.name: (t.data_type, tuple(t.dims)) for t in model.graph.initializer}
+    # 6 layers x 6 matrices in int8, and the position and token-type tables
+    assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 2
+    table = "transformer.embeddings.word_embeddings.weight"
+    assert kinds[f"{table}_uint4"] == (onnx.TensorProto.UINT4, (30522, 384))
+    assert kinds[f"{table}_zero"] == (onnx.TensorProto.UINT4, (30522, 384 // TABLE_BLOCK))
+    assert kinds[f"{table}_scale16"] == (onnx.TensorProto.FLOAT16, (30522, 384 // TABLE_BLOCK))
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 21)]
+    assert files.onnx.stat().st_size < 19_000_000  # int8 everywhere was 23.0 MB
 
 
-def test_weight_only_int8_keeps_outputs_close_and_shared_weights_float():
+def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float():
+    """The token table (gathered by a graph input) gets 4-bit blocks, other tables and MatMuls int8."""
     import onnxruntime
 
     rng = np.random.default_rng(0)
-    weights = {"table": rng.normal(size=(50, 8)), "shared": rng.normal(size=(8, 8)) / 3,
-               "weight": rng.normal(size=(8, 4))}
+    weights = {"table": rng.normal(size=(50, 64)), "positions": rng.normal(size=(4, 64)),
+               "shared": rng.normal(size=(64, 64)) / 8, "weight": rng.normal(size=(64, 4))}
     graph = helper.make_graph(
         [helper.make_node("Gather", ["table", "ids"], ["rows"]),
-         helper.make_node("MatMul", ["rows", "shared"], ["a"]),
+         helper.make_node("Gather", ["positions", "slots"], ["where"]),
+         helper.make_node("Add", ["rows", "where"], ["summed"]),
+         helper.make_node("MatMul", ["summed", "shared"], ["a"]),
          helper.make_node("MatMul", ["a", "shared"], ["b"]),
          helper.make_node("MatMul", ["b", "weight"], ["out"])],
         "tiny",
-        [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None])],
-        [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [None, 4])],
-        [numpy_helper.from_array(value.astype(np.float32), name) for name, value in weights.items()],
+        [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None, None])],
+        [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [None, None, 4])],
+        [*(numpy_helper.from_array(value.astype(np.float32), name) for name, value in weights.items()),
+         numpy_helper.from_array(np.array([[0, 1, 2, 3]], dtype=np.int64), "slots")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
     def run(m):
-        session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-        return session.run(None, {"ids": np.array([3, 0, 49, 3])})[0]
+        options = onnxruntime.SessionOptions()
+        options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
+        session = onnxruntime.InferenceSession(
+            m.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
 
     expected = run(model)
-    quantize_weights_int8(model)
+    quantize_weights(model)
     onnx.checker.check_model(model)
     kinds = {t.name: t.data_type for t in model.graph.initializer}
-    assert kinds["table_int8"] == kinds["weight_int8"] == onnx.TensorProto.INT8
-    assert kinds["shared"] == onnx.TensorProto.FLOAT and "table" not in kinds and "weight" not in kinds
+    assert kinds["table_uint4"] == onnx.TensorProto.UINT4 and kinds["table_scale16"] == onnx.TensorProto.FLOAT16
+    assert kinds["positions_int8"] == kinds["weight_int8"] == onnx.TensorProto.INT8
+    assert kinds["shared"] == onnx.TensorProto.FLOAT
+    assert not {"table", "positions", "weight"} & set(kinds)
     got = run(model)
-    assert np.abs(got - expected).max() <= 0.02 * np.abs(expected).max()
+    assert np.abs(got - expected).max() <= 0.1 * np.abs(expected).max()
+
+    # the gathered rows are exactly what the codes say, (code - zero) * scale, once folded at load
+    rows_model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Gather", ["table", "ids"], ["rows"])], "rows",
+            [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None, None])],
+            [helper.make_tensor_value_info("rows", onnx.TensorProto.FLOAT, [None, None, 64])],
+            [numpy_helper.from_array(weights["table"].astype(np.float32), "table")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
+    )
+    quantize_weights(rows_model)
+    codes, scales, zeros = uint4_blocks(weights["table"].astype(np.float32))
+    wanted = (codes.astype(np.float32) - np.repeat(zeros, TABLE_BLOCK, axis=1)) * np.repeat(
+        scales.astype(np.float32), TABLE_BLOCK, axis=1
+    )
+    assert np.array_equal(run(rows_model)[0], wanted[[3, 0, 49, 3]])
+
+
+def test_uint4_blocks_pick_the_clip_with_least_error():
+    rng = np.random.default_rng(1)
+    table = rng.standard_t(df=3, size=(200, 64)).astype(np.float32)  # heavy tails: clipping pays
+    table[7] = 0.0
+    codes, scales, zeros = uint4_blocks(table)
+    assert codes.dtype == np.uint8 and codes.max() <= 15 and zeros.max() <= 15
+    assert scales.shape == zeros.shape == (200, 64 // TABLE_BLOCK) and scales.dtype == np.float16
+    dequantized = (codes.astype(np.float32) - np.repeat(zeros, TABLE_BLOCK, axis=1)) * np.repeat(
+        scales.astype(np.float32), TABLE_BLOCK, axis=1
+    )
+    assert np.all(dequantized[7] == 0.0)
+    # against the plain asymmetric 4-bit of each block's whole range (what ratio 1.0 alone would give)
+    blocks = table.reshape(200, -1, TABLE_BLOCK).astype(np.float64)
+    low, high = np.minimum(blocks.min(2), 0)[..., None], np.maximum(blocks.max(2), 0)[..., None]
+    step = np.where(high > low, (high - low) / 15, 1.0)
+    zero = np.round(-low / step)
+    plain = (np.clip(np.round(blocks / step) + zero, 0, 15) - zero) * step
+    assert ((dequantized - table) ** 2).sum() < 0.97 * ((plain.reshape(200, 64) - table) ** 2).sum()
+    odd = codes[:3, :5]  # 15 codes: the last byte holds one
+    assert np.array_equal(numpy_helper.to_array(uint4_tensor("codes", odd)).astype(np.uint8), odd)
 
 
 def test_export_is_deterministic(exported, model_dir, tmp_path):
@@ -174,3 +251,53 @@ def test_non_mean_pooling_models_are_refused(tmp_path, model_dir):
     (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
     with pytest.raises(ValueError, match="mean Pooling"):
         export_query_encoder(tmp_path, tmp_path / "out")
+
+
+def varied_queries() -> list[str]:
+    """Queries of every shape the templates cover, without the mirror: technical words and the extra
+    dev questions (tests/data)."""
+    rng = random.Random(1)
+    queries = []
+    for index, template in enumerate(QUERY_TEMPLATES * 2):
+        a, b = rng.sample(TECH_WORDS, 2)
+        queries.append(template.format(a=a, b=b, A=a.upper(), B=b.upper()) if index < 40 else a)
+    rows = [json.loads(line) for line in EXTRA_QUESTIONS.read_text(encoding="utf-8").splitlines() if line]
+    return queries + [row["query"] for row in rows]
+
+
+def test_quantized_encoder_keeps_the_quality_floor(exported, model_dir):
+    """The floor the browser's semantic search is held to: every query within cosine 0.99 of fp32."""
+    from sentence_transformers import SentenceTransformer
+
+    files, _ = exported
+    queries = varied_queries()
+    reference = SentenceTransformer(str(model_dir), device="cpu").encode(
+        queries, normalize_embeddings=True, batch_size=32
+    )
+    shipped = np.array(OnnxQueryEncoder.from_dir(files.onnx.parent).encode(queries))
+    cosines = np.sum(shipped * reference, axis=1)
+    print(f"\n{len(queries)} varied queries: cosine min {cosines.min():.4f} mean {cosines.mean():.4f}")
+    assert cosines.min() >= MIN_COSINE, queries[int(cosines.argmin())]
+    assert cosines.mean() >= MIN_MEAN_COSINE
+
+
+@pytest.mark.skipif(
+    not (ORT_WEB.is_file() and shutil.which("node")),
+    reason="needs node and wasm/node_modules/onnxruntime-web (npm ci --prefix wasm)",
+)
+def test_onnx_runtime_web_gives_the_cli_vectors(exported):
+    """worker.js's ONNX Runtime Web (wasm, one thread, dequantised at load) and the CLI's onnxruntime
+    compute the same query vectors from the same token ids."""
+    files, _ = exported
+    encoder = OnnxQueryEncoder.from_dir(files.onnx.parent)
+    queries = varied_queries()[:40]
+    ids = [encoder.tokenizer.encode(query) for query in queries]
+    finished = subprocess.run(
+        ["node", str(EMBED_SCRIPT), "--model", str(files.onnx)],
+        input=json.dumps({"ids": ids}), capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    browser = np.array(json.loads(finished.stdout)["vectors"])
+    cli = np.array(encoder.encode(queries))
+    cosines = np.sum(browser * cli, axis=1)
+    assert cosines.min() >= 0.9999, queries[int(cosines.argmin())]

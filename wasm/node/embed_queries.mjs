@@ -1,0 +1,43 @@
+// Embeds token ids with ONNX Runtime Web under Node, the way worker.js does in the browser: the wasm
+// build (ort.wasm.min.mjs), one thread, weights dequantised at load. One JSON request on stdin, one
+// JSON reply on stdout.
+//
+//   node wasm/node/embed_queries.mjs --model query_encoder.onnx < {"ids": [[101, 2054, 102], ...]}
+//   -> {"vectors": [[...], ...], "run_ms": [...], "load_ms": 123.4}
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const here = (relative) => fileURLToPath(new URL(relative, import.meta.url));
+
+async function readStdin() {
+  const parts = [];
+  for await (const part of process.stdin) parts.push(part);
+  return Buffer.concat(parts).toString("utf8");
+}
+
+const { values } = parseArgs({ options: { model: { type: "string" } } });
+const ort = await import(here("../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs"));
+ort.env.wasm.numThreads = 1;
+const request = JSON.parse(await readStdin());
+const model = await readFile(values.model);
+const started = performance.now();
+const session = await ort.InferenceSession.create(new Uint8Array(model.buffer, model.byteOffset, model.byteLength), {
+  executionProviders: ["wasm"],
+  extra: { session: { disable_quant_qdq: "1" } }, // as worker.js (builder/stages/encoder.py DEQUANTIZE_AT_LOAD)
+});
+const loadMs = performance.now() - started;
+const vectors = [];
+const runMs = [];
+for (const ids of request.ids) {
+  const shape = [1, ids.length];
+  const feeds = {
+    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
+    attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
+  };
+  const runStarted = performance.now();
+  const outputs = await session.run(feeds);
+  runMs.push(performance.now() - runStarted);
+  vectors.push(Array.from(outputs[session.outputNames[0]].data));
+}
+process.stdout.write(JSON.stringify({ vectors, run_ms: runMs, load_ms: loadMs }));
