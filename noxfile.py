@@ -71,10 +71,12 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work))
     site = str(work / "site")
     questions = str(SHARED / "eval" / "dev-questions.jsonl")
-    for questions_file in (questions, "tests/data/questions-extra.jsonl"):
-        session.run(
-            "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file
-        )
+    # Settings are tuned on dev, extra and tune; report is only ever measured (tests/data/README.md).
+    for name in ("extra", "tune", "report"):
+        questions_file = f"tests/data/questions-{name}.jsonl"
+        for view in ([], ["--paper-weight", "0", "--paper-openings", "0"]):  # with and without the paper view
+            session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, *view)
+    session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions)
     session.run("python", "scripts/bench_core.py", "--site", site)
     session.run("python", "scripts/bench_encoder.py", "--site", site)
     session.run("python", "scripts/bench_browser.py", "--site", site)

@@ -369,6 +369,8 @@ RANKING_ARGUMENTS = {  # SearchOptions field -> help
     "per_paper": "most results from one paper (0: no cap)",
     "per_section": "most results from one section of a paper (0: no cap)",
     "per_page": "most results citing one page of a paper (0: no cap)",
+    "paper_weight": "paper view: how much a paper's similarity to the query lifts its passages (0: off)",
+    "paper_openings": "paper view: opening passages of the most similar papers added to the dense candidates",
 }
 
 
@@ -380,7 +382,7 @@ def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("ranking (defaults: what the site's browser search uses)")
     for name, help_text in RANKING_ARGUMENTS.items():
         default = getattr(defaults, name)
-        kind = {"fusion": str, "dense_weight": float}.get(name, int)
+        kind = {"fusion": str, "dense_weight": float, "paper_weight": float}.get(name, int)
         group.add_argument(
             "--" + name.replace("_", "-"),
             type=kind,

@@ -260,11 +260,21 @@ def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
     return Ingest(papers, report)
 
 
+@dataclass
+class Embedded:
+    """The build's vectors: one float32 unit row per chunk in doc-id order, and one per paper (its paper
+    view: what the whole paper is about, from its abstract and its chunks)."""
+
+    identity: embed.ModelIdentity
+    chunks: np.ndarray
+    papers: np.ndarray
+
+
 def embed_chunks(
     papers: list[IngestedPaper], corpus: config.Corpus, options: BuildOptions, report: BuildReport
-) -> tuple[embed.ModelIdentity, np.ndarray]:
-    """One float32 unit row per chunk, in doc-id order; only chunks new to the cache meet the model
-    (which starts, and passes its sanity check, only then)."""
+) -> Embedded:
+    """Chunk and paper vectors; only texts new to the cache meet the model (which starts, and passes its
+    sanity check, only then). A paper's title and abstract are embedded with its chunks."""
     model_dir = resolve_model_dir(corpus.settings.model)
     with timed(report, "embed"):
         identity = embed.identify(
@@ -274,19 +284,30 @@ def embed_chunks(
             corpus.settings.document_prefix,
         )
         model = embed.DocumentEncoder(model_dir, identity, document_encoder_path(options.cache_dir, identity))
+        abouts = [embed.about_text(p.meta.title, p.meta.abstract) for p in papers]
         jobs = [
             (
                 p.meta.arxiv_id,
-                [c.chunk_id for c in p.chunks],
-                [identity.document_prefix + c.indexed_text for c in p.chunks],
+                [c.chunk_id for c in p.chunks] + ([embed.ABOUT_ID] if about else []),
+                [identity.document_prefix + text for text in [c.indexed_text for c in p.chunks] + ([about] if about else [])],
             )
-            for p in papers
+            for p, about in zip(papers, abouts, strict=True)
         ]
         per_paper, stats = embed.embed_papers(
             model, embed.EmbeddingCache(options.cache_dir, identity), jobs, progress=options.progress
         )
     report.embedded_chunks = stats.embedded
-    return identity, np.concatenate(per_paper) if per_paper else np.zeros((0, identity.dims), np.float32)
+    chunk_rows = [rows[: len(p.chunks)] for p, rows in zip(papers, per_paper, strict=True)]
+    paper_rows = [
+        embed.paper_vector(rows, rows[len(p.chunks)] if about else None)
+        for p, rows, about in zip(papers, per_paper, abouts, strict=True)
+    ]
+    dims = identity.dims
+    return Embedded(
+        identity,
+        np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, dims), np.float32),
+        np.stack(paper_rows) if paper_rows else np.zeros((0, dims), np.float32),
+    )
 
 
 def document_encoder_path(cache_dir: Path, identity: embed.ModelIdentity) -> Path:
@@ -332,17 +353,17 @@ class SiteData:
 def write_site_data(
     out_dir: Path,
     papers: list[IngestedPaper],
-    vectors: np.ndarray,
-    identity: embed.ModelIdentity,
+    embedded: Embedded,
     corpus: config.Corpus,
     options: BuildOptions,
     report: BuildReport,
 ) -> SiteData:
     """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
+    identity, vectors = embedded.identity, embedded.chunks
     artifacts: list[store.Artifact] = []
     records, chunks, first = [], [], 0
     with timed(report, "index"):
-        for paper in papers:
+        for paper, paper_vector in zip(papers, embedded.papers, strict=True):
             text = store.write_hashed(
                 out_dir,
                 "data/text",
@@ -357,7 +378,13 @@ def write_site_data(
             )
             artifacts += store.with_gzip(out_dir, text)
             records.append(
-                store.paper_record(paper.meta, _paper_extra(paper), first, len(paper.chunks), text.path)
+                store.paper_record(
+                    paper.meta,
+                    {**_paper_extra(paper), "vector": sitedata.paper_vector_text(paper_vector.tolist())},
+                    first,
+                    len(paper.chunks),
+                    text.path,
+                )
             )
             chunks += paper.chunks
             first += len(paper.chunks)
@@ -477,9 +504,9 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     corpus = load_corpus(options)
     result = ingest(corpus, options)
     if result.papers:
-        identity, vectors = embed_chunks(result.papers, corpus, options, result.report)
+        embedded = embed_chunks(result.papers, corpus, options, result.report)
         with staged_site(options.out_dir) as staging:
-            site = write_site_data(staging, result.papers, vectors, identity, corpus, options, result.report)
+            site = write_site_data(staging, result.papers, embedded, corpus, options, result.report)
             with timed(
                 result.report, "render"
             ):  # HTML pages and the browser runtime (builder/stages/render.py)

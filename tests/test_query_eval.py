@@ -71,6 +71,28 @@ def test_eval_reports_every_metric_per_level_and_mode(built_sites, generated_cor
     assert summary["negatives"]["hybrid"]["count"] == len(corpus.NEGATIVE_QUESTIONS)
 
 
+def test_eval_reports_each_kind_of_question_apart(built_sites, tmp_path, capsys):
+    rows = [row for row in corpus.questions() if row["relevant"]]
+    for number, row in enumerate(rows):
+        row["kind"] = "factual" if number % 3 else "paraphrase"
+    questions = tmp_path / "kinds.jsonl"
+    questions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    summary = run_json(capsys, "eval", "--site", str(built_sites.second), "--questions", str(questions), "--json")
+    for mode in ("hybrid", "bm25", "dense"):
+        kinds = summary["page_by_kind"][mode]
+        assert {kind: row["questions"] for kind, row in kinds.items()} == {
+            "factual": sum(1 for n in range(len(rows)) if n % 3),
+            "paraphrase": sum(1 for n in range(len(rows)) if not n % 3),
+        }
+        for metric in ("recall@10", "mrr", "ndcg@10"):  # the kinds' rows add up to the overall row
+            weighted = sum(row[metric] * row["questions"] for row in kinds.values()) / len(rows)
+            assert weighted == pytest.approx(summary["page"][mode][metric], abs=1e-3)
+    assert main(["eval", "--site", str(built_sites.second), "--questions", str(questions)]) == 0
+    table = capsys.readouterr().out
+    assert "hybrid, page level, by kind" in table
+    assert "paraphrase (" in table and "factual (" in table
+
+
 def test_eval_names_a_malformed_questions_file(built_sites, tmp_path, capsys):
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"id": "x", "query": "no relevant key"}\n')

@@ -41,6 +41,7 @@ class Question:
     id: str
     query: str
     gold_pages: frozenset[tuple[str, int]]  # (arxiv_id, page)
+    kind: str = ""  # factual, paraphrase, keyword, ...: metrics are also reported per kind
 
     @property
     def gold_papers(self) -> frozenset[str]:
@@ -55,7 +56,7 @@ def load_questions(path: Path) -> list[Question]:
         try:
             row = json.loads(line)
             gold = frozenset((r["arxiv_id"], int(p)) for r in row["relevant"] for p in r["pages"])
-            questions.append(Question(str(row["id"]), row["query"], gold))
+            questions.append(Question(str(row["id"]), row["query"], gold, str(row.get("kind") or "")))
         except (ValueError, KeyError, TypeError) as exc:
             raise QuestionsFileError(
                 f"{path}:{number}: not a question line ({exc}); expected "
@@ -108,6 +109,7 @@ def paper_ranking(hits: Sequence[Hit]) -> list[str]:
 class ModeScores:
     page: list[dict[str, float]] = field(default_factory=list)
     paper: list[dict[str, float]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # the kind of each `page` row's question
     negative_top_scores: list[float] = field(default_factory=list)
 
 
@@ -136,6 +138,7 @@ def evaluate(
                 continue
             relevant_pages = {f"{paper} p.{page}" for paper, page in question.gold_pages}
             scores.page.append(score_ranking(page_ranking(hits, question), relevant_pages))
+            scores.kinds.append(question.kind)
             scores.paper.append(score_ranking(paper_ranking(hits), set(question.gold_papers)))
     return summarise(results, len([q for q in questions if q.gold_pages]))
 
@@ -145,10 +148,15 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def summarise(results: dict[str, ModeScores], answerable: int) -> dict:
-    summary: dict = {"questions": answerable, "page": {}, "paper": {}, "negatives": {}}
+    summary: dict = {"questions": answerable, "page": {}, "paper": {}, "page_by_kind": {}, "negatives": {}}
     for mode, scores in results.items():
         summary["page"][mode] = _mean(scores.page)
         summary["paper"][mode] = _mean(scores.paper)
+        summary["page_by_kind"][mode] = {
+            kind: {"questions": len(rows), **_mean(rows)}
+            for kind in sorted(set(scores.kinds))
+            if (rows := [row for row, k in zip(scores.page, scores.kinds, strict=True) if k == kind])
+        }
         if scores.negative_top_scores:
             tops = sorted(scores.negative_top_scores)
             summary["negatives"][mode] = {
@@ -169,6 +177,13 @@ def format_table(summary: dict) -> str:
         for mode in MODES:
             row = summary[level][mode]
             lines.append(f"{mode:14s}" + "".join(f"{row.get(c, 0.0):>10.3f}" for c in columns))
+    kinds = summary.get("page_by_kind", {}).get("hybrid", {})
+    if len(kinds) > 1:
+        lines.append("")
+        lines.append(f"{'hybrid, page level, by kind':30s}" + "".join(f"{c:>10s}" for c in ("recall@10", "mrr", "ndcg@10")))
+        for kind, row in kinds.items():
+            label = f"{kind or '(no kind)'} ({row['questions']})"
+            lines.append(f"{label:30s}" + "".join(f"{row[c]:>10.3f}" for c in ("recall@10", "mrr", "ndcg@10")))
     for mode, negatives in summary["negatives"].items():
         lines.append(
             f"unanswerable ({negatives['count']}), {mode} top score: min {negatives['top_score_min']}, "

@@ -224,6 +224,24 @@ def check_sanity(model, identity: ModelIdentity) -> None:
         )
 
 
+ABOUT_ID = "about"  # the cache's id for a paper's title-and-abstract text (no chunk id looks like it)
+
+
+def about_text(title: str, abstract: str) -> str:
+    """What a paper is about, for its paper view; "" when there is no abstract (the chunks then speak
+    for the paper alone)."""
+    abstract = " ".join(abstract.split())
+    return f"{' '.join(title.split())}. {abstract}" if abstract else ""
+
+
+def paper_vector(chunk_rows: np.ndarray, about: np.ndarray | None) -> np.ndarray:
+    """The paper view: the direction of its chunks' mean plus its abstract's vector, each unit length
+    first so neither dominates (chosen over either alone on the tuning questions)."""
+    parts = [chunk_rows.mean(axis=0)] + ([about] if about is not None else [])
+    total = sum(part / max(float(np.linalg.norm(part)), 1e-12) for part in parts)
+    return (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
+
+
 def text_key(chunk_id: str, text: str) -> str:
     return f"{chunk_id}:{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -304,6 +322,7 @@ class EmbeddingCache:
 class EmbedStats:
     embedded: int = 0  # chunks that went through the model in this build
     reused: int = 0  # chunks whose vectors came from the cache
+    embedded_abouts: int = 0  # title-and-abstract texts (ABOUT_ID) embedded, not counted as chunks
 
 
 def embed_papers(
@@ -353,5 +372,8 @@ def embed_papers(
             cache.store(arxiv_id, keys[p], vectors)
         result.append(vectors)
     cache.clear_checkpoints()
-    stats.embedded, stats.reused = len(todo), sum(len(k) for k in keys) - len(todo)
+    abouts = [sum(1 for i in ids if i == ABOUT_ID) for _, ids, _ in papers]
+    stats.embedded_abouts = sum(1 for p, row in todo if papers[p][1][row] == ABOUT_ID)
+    stats.embedded = len(todo) - stats.embedded_abouts
+    stats.reused = sum(len(k) for k in keys) - sum(abouts) - stats.embedded
     return result, stats

@@ -74,6 +74,23 @@ def weighted_score_fusion(rankings: Mapping[str, Ranking], weights: Mapping[str,
     return _in_order(scores, ranks)
 
 
+def with_paper_prior(
+    fused: Iterable[Fused], paper_of: Callable[[int], int], paper_scores: Mapping[int, float], weight: float
+) -> list[Fused]:
+    """Each result's score plus `weight` times its paper's score, min-max normalised over the papers.
+
+    A passage is more likely the answer when its whole paper is about the question: a paraphrase often
+    matches a paper's abstract and its passages as a whole better than any single passage.
+    """
+    fused = list(fused)
+    if not paper_scores or weight == 0:
+        return fused
+    normalized = dict(zip(paper_scores, min_max_normalize(list(paper_scores.values())), strict=True))
+    scores = {r.doc_id: r.score + weight * normalized.get(paper_of(r.doc_id), 0.0) for r in fused}
+    ranks = {r.doc_id: r.ranks for r in fused}
+    return _in_order(scores, ranks)
+
+
 def single_ranking(name: str, ranking: Ranking, names: Iterable[str] = ()) -> list[Fused]:
     """One retriever's list as fused results, keeping its own scores (nothing to fuse them with)."""
     all_names = sorted({name, *names})

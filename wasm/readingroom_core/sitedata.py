@@ -5,7 +5,9 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
 - `manifest.json`: written last, read first; names every file (`files`), the model, index and BM25
   parameters, counts and tool versions.
 - papers (`data/papers.*.json`): `{"v", "papers": [record, ...]}`, one record per paper in reading-list
-  order with its metadata, sections, `chunks: [first doc id, count]` and `text` (its text file's path).
+  order with its metadata, sections, `chunks: [first doc id, count]`, `text` (its text file's path) and
+  `vector` (what the paper as a whole is about, for the paper view of hybrid search: base64 of int8
+  values, see `paper_vector_text`).
 - chunk table (`data/chunks.*.json`): columnar `{"v", "n", "page_start", "page_span", "section",
   "sections"}`, enough to filter and cite any chunk without its text; section titles stored once.
 - per-paper text (`data/text/<id>.*.json`): `{"v", "id", "first", "chunks": [{"id", "s", "e", "t"}],
@@ -23,6 +25,7 @@ same code.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -69,6 +72,18 @@ def papers_bytes(records: Sequence[dict]) -> bytes:
 
 def read_papers(data: bytes | str, what: str = "papers file") -> list[dict]:
     return _load(data, what)["papers"]
+
+
+def paper_vector_text(values: Sequence[float]) -> str:
+    """A vector as base64 of int8 values scaled so the largest magnitude is 127: only its direction is
+    used (cosine), so no scale is stored, and 384 dimensions take 512 characters."""
+    peak = max((abs(value) for value in values), default=0.0) or 1.0
+    quantized = bytes(round(value / peak * 127) & 0xFF for value in values)
+    return base64.b64encode(quantized).decode("ascii")
+
+
+def read_paper_vector(text: str) -> list[int]:
+    return [value - 256 if value > 127 else value for value in base64.b64decode(text)]
 
 
 # --- chunk table -------------------------------------------------------------------------------------

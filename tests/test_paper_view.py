@@ -1,0 +1,101 @@
+"""The paper view of hybrid search: each paper's vector (its abstract and its chunks) lifts the passages of
+papers that are about the question, and brings in their opening passage when words do not match."""
+
+import math
+
+import numpy as np
+import pytest
+
+from builder.stages.embed import about_text, paper_vector
+from readingroom_core.browser import open_folder
+from readingroom_core.engine import SearchOptions
+from readingroom_core.fusion import Fused, with_paper_prior
+from readingroom_core.sitedata import paper_vector_text, read_paper_vector
+
+NO_SHARED_WORD = "zzqx vvqk"  # no term of the corpus: BM25 finds nothing, only the semantic side speaks
+
+
+def unit(values) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+def cosine(a, b) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_a_paper_vector_keeps_its_direction_in_512_characters():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        vector = rng.normal(size=384)
+        text = paper_vector_text(vector.tolist())
+        assert len(text) == 512
+        assert cosine(read_paper_vector(text), vector) > 0.999
+    assert read_paper_vector(paper_vector_text([0.0, -1.0, 0.5])) == [0, -127, 64]
+
+
+def test_the_paper_vector_weighs_abstract_and_chunks_alike():
+    chunks = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)
+    about = np.array([0.0, 0.0, 1.0], dtype=np.float32)
+    both = paper_vector(chunks, about)
+    assert np.linalg.norm(both) == pytest.approx(1.0)
+    assert both[2] == pytest.approx(math.hypot(both[0], both[1]), rel=1e-5)  # unit chunk mean + unit abstract
+    assert paper_vector(chunks, None) == pytest.approx(np.array([1, 1, 0]) / math.sqrt(2))
+    assert about_text("Title", "  An   abstract.\n") == "Title. An abstract."
+    assert about_text("Title", "") == ""
+
+
+def test_the_paper_prior_adds_normalised_paper_scores():
+    fused = [Fused(0, 1.0, {}), Fused(1, 0.9, {}), Fused(2, 0.1, {})]
+    paper_of = {0: 0, 1: 1, 2: 1}.__getitem__
+    lifted = with_paper_prior(fused, paper_of, {0: 0.2, 1: 0.6, 2: 0.4}, 0.3)
+    assert [(r.doc_id, round(r.score, 6)) for r in lifted] == [(1, 1.2), (0, 1.0), (2, 0.4)]
+    assert with_paper_prior(fused, paper_of, {}, 0.3) == fused
+    assert with_paper_prior(fused, paper_of, {0: 0.2, 1: 0.6}, 0.0) == fused
+
+
+def test_every_paper_of_a_built_site_carries_its_vector(built_sites):
+    site = open_folder(built_sites.second)
+    dims = site.manifest["model"]["dims"]
+    for paper in site.engine.papers:
+        assert len(read_paper_vector(paper["vector"])) == dims
+
+
+def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):
+    """With no word in common, the query closest to a paper's own vector is answered from that paper,
+    its opening passage included; without the paper view that opening is not among the results."""
+    engine = open_folder(built_sites.second).engine
+    for index, paper in enumerate(engine.papers):
+        query = unit(read_paper_vector(paper["vector"]))
+        opening = engine.papers[index]["chunks"][0]
+        hits = engine.search(NO_SHARED_WORD, query, SearchOptions(k=5))
+        assert hits[0].arxiv_id == paper["id"]
+        assert opening in [hit.doc_id for hit in hits]
+        plain = engine.search(NO_SHARED_WORD, query, SearchOptions(k=5, paper_weight=0, paper_openings=0))
+        lifted = {hit.doc_id: hit.score for hit in hits}
+        for hit in plain:  # the prior only adds: every passage of the paper scores higher than before
+            if hit.arxiv_id == paper["id"] and hit.doc_id in lifted:
+                assert lifted[hit.doc_id] > hit.score
+
+
+def test_filters_keep_the_paper_view_inside_them(built_sites):
+    engine = open_folder(built_sites.second).engine
+    first, other = engine.papers[0], engine.papers[1]
+    query = unit(read_paper_vector(first["vector"]))
+    hits = engine.search(f"{NO_SHARED_WORD} id:{other['id']}", query, SearchOptions(k=5))
+    assert hits and {hit.arxiv_id for hit in hits} == {other["id"]}
+
+
+def test_dense_and_bm25_modes_are_left_as_they_are(built_sites):
+    engine = open_folder(built_sites.second).engine
+    query = unit(read_paper_vector(engine.papers[0]["vector"]))
+    for mode in ("dense", "bm25"):
+        with_view = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode))
+        without = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode, paper_weight=0, paper_openings=0))
+        assert [(h.doc_id, h.score) for h in with_view] == [(h.doc_id, h.score) for h in without]
+
+
+def test_negative_paper_settings_are_refused(built_sites):
+    engine = open_folder(built_sites.second).engine
+    with pytest.raises(ValueError, match="paper_weight"):
+        engine.search("spin", None, SearchOptions(paper_weight=-1))
