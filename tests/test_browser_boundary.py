@@ -105,25 +105,6 @@ def test_row_products_that_are_wrong_are_refused(built_sites):
         site.use_text_row_products(text_row_products(site.vector_rows(), [], error=-1))
 
 
-def test_the_text_files_a_reply_needs_are_named_before_it_reads_them(built_sites):
-    read = folder_reader(built_sites.second)
-    reads: list[str] = []
-    site = open_site(lambda path: (reads.append(path), read(path))[1], read("manifest.json").decode("utf-8"))
-    plain = open_site(read, read("manifest.json").decode("utf-8"))
-    request = json.dumps({"query": QUERY, "k": 10, "mode": "bm25"})
-    reads.clear()
-    needed = json.loads(site.texts_to_read(request))
-    papers = {paper["id"]: paper["text"] for paper in site.engine.papers}
-    assert reads == [] and needed  # named, not read
-    reply = site.search(request)
-    assert reply == plain.search(request)
-    shown = dict.fromkeys(papers[hit["arxiv_id"]] for hit in json.loads(reply)["hits"])
-    assert needed == list(shown) == reads  # exactly the files the reply then read, in that order
-    assert site.texts_to_read(request) == "[]"  # all loaded now
-    rejected = json.dumps({"query": "year:soon", "k": 10, "mode": "bm25"})
-    assert site.texts_to_read(rejected) == "[]" and "error" in json.loads(site.search(rejected))
-
-
 def test_facet_filters_from_the_page_restrict_results(site):
     tagged = {paper["id"] for paper in site.engine.papers if "t1" in paper["tags"]}
     assert tagged and tagged != {paper["id"] for paper in site.engine.papers}

@@ -161,19 +161,6 @@ def test_a_query_searched_again_reuses_its_vector(site_url, watched):
     assert page.evaluate(SEARCH_AGAIN, [PARAPHRASE, 5])["cached"] is False
 
 
-def test_the_passages_a_query_shows_are_fetched_at_once(site_url, watched):
-    """Paper text files are fetched together before the core reads them, not by synchronous requests."""
-    page = watched.page
-    kinds: list[str] = []
-    page.on("request", lambda request: "/data/text/" in request.url and kinds.append(request.resource_type))
-    watched.open(site_url)
-    page.evaluate("window.readingRoom.semanticReady")
-    hits = page.evaluate("q => readingRoom.search(q, {k: 20})", KEYWORD_QUESTION)
-    papers = {hit["arxiv_id"] for hit in hits}
-    assert len(papers) > 1 and len(kinds) == len(papers)  # one request per paper shown
-    assert set(kinds) == {"fetch"}  # the worker's synchronous reads are XMLHttpRequests ("xhr")
-
-
 def test_filters_restrict_results(site_url, watched):
     watched.open(site_url)
     watched.search("model training data")

@@ -2,8 +2,8 @@
 
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
-(`wasm/runtime/worker.js`) calls `Site.search`, `Site.texts_to_read`, `Site.load_semantic`,
-`Site.encode_ids` and `Site.use_text_row_products` and passes only strings, numbers and bytes across, so JavaScript never
+(`wasm/runtime/worker.js`) calls `Site.search`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.use_text_row_products` and passes only strings, numbers and bytes across, so JavaScript never
 sees a Python object or a Python string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
@@ -23,7 +23,6 @@ from readingroom_core.engine import (
     Filters,
     Hit,
     QuerySyntaxError,
-    Ranked,
     SearchEngine,
     SearchOptions,
     embedding_text,
@@ -124,7 +123,6 @@ class Site:
     engine: SearchEngine
     tokenizer: WordPieceTokenizer | None = None
     papers_by_id: dict[str, dict] = field(init=False)
-    _ranked: tuple[str, dict, Ranked] | None = field(init=False, default=None)  # texts_to_read's, for search
 
     def __post_init__(self) -> None:
         self.papers_by_id = {paper["id"]: paper for paper in self.engine.papers}
@@ -176,42 +174,22 @@ class Site:
         text = embedding_text(query)
         return self.tokenizer.encode(self.manifest["model"].get("query_prefix", "") + text) if text else []
 
-    def texts_to_read(self, request_json: str) -> str:
-        """The paper text files (a JSON list of site paths) the reply to `search(request_json)` will read
-        and that are not loaded yet: the worker fetches them all at once instead of one synchronous
-        request after another. The ranking is kept for that `search` call."""
-        try:
-            _, ranked = self._rank(request_json)
-        except (QuerySyntaxError, ValueError):
-            return "[]"  # the search call reports it
-        return json.dumps(self.engine.unread_texts(ranked))
-
-    def _rank(self, request_json: str) -> tuple[dict, Ranked]:
-        if self._ranked is not None and self._ranked[0] == request_json:
-            return self._ranked[1], self._ranked[2]
-        request = json.loads(request_json)
-        options = SearchOptions(
-            k=request.get("k") or 20,
-            mode=request.get("mode") or "hybrid",
-            filters=request_filters(request.get("filters") or {}),
-        )
-        ranked = self.engine.rank(request["query"], request.get("vector"), options)
-        self._ranked = (request_json, request, ranked)
-        return request, ranked
-
     def search(self, request_json: str) -> str:
         """One search request from the page, as JSON: {query, k, mode, filters, vector (or null)}.
 
         The reply is {"hits": [hit_json, ...], "weak": bool} or {"error": message} for a query the engine
         rejects; "weak" says that no passage matches the query's words and none is close in meaning.
         """
+        request = json.loads(request_json)
+        options = SearchOptions(
+            k=request.get("k") or 20,
+            mode=request.get("mode") or "hybrid",
+            filters=request_filters(request.get("filters") or {}),
+        )
         try:
-            request, ranked = self._rank(request_json)
-            hits = self.engine.hits(ranked)
+            hits = self.engine.search(request["query"], request.get("vector"), options)
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
-        finally:
-            self._ranked = None
         weak = bool(hits) and bool(embedding_text(request["query"])) and weak_match(hits)
         reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": None}
         if request.get("suggest", True):

@@ -106,15 +106,6 @@ class Hit:
     similarity: float | None = None  # cosine of query and passage, where the dense side returned it
 
 
-@dataclass(frozen=True)
-class Ranked:
-    """A search's final order (`SearchEngine.rank`), before passages are read for the hits."""
-
-    terms: tuple[str, ...]  # the query's analysed terms, which snippets highlight
-    top: list[Fused]
-    similarity: dict[int, float]  # cosine of query and passage, where the dense side returned it
-
-
 class QuerySyntaxError(ValueError):
     """A field filter in the query string has a value it cannot mean."""
 
@@ -354,18 +345,13 @@ class SearchEngine:
     # --- search ----------------------------------------------------------------------------------------
 
     def search(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> list[Hit]:
-        return self.hits(self.rank(query, query_vector, options))
-
-    def rank(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> Ranked:
-        """The search up to its final order, before any passage text is read for the hits (except to check
-        quoted phrases): the browser fetches the text files `unread_texts` names, all at once, in between."""
         check_options(options)
         parsed, query_filters = parse_search(query)
         filters = merge_filters(options.filters, self._resolve_tags(query_filters))
         limit = max(options.candidates, options.k)
         allowed = self._allowed_by(filters, limit)
         if not parsed.terms and not parsed.phrases and allowed is not None:
-            return Ranked((), self._browse(allowed, options.k), {})
+            return [self._hit(result, ()) for result in self._browse(allowed, options.k)]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
                 "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
@@ -394,16 +380,7 @@ class SearchEngine:
             per_section=options.per_section,
             per_page=options.per_page,
         )
-        return Ranked(tuple(parsed.terms), top, similarity)
-
-    def hits(self, ranked: Ranked) -> list[Hit]:
-        """The ranked results with their passages and snippets (each paper's text file read once)."""
-        return [self._hit(result, ranked.terms, ranked.similarity.get(result.doc_id)) for result in ranked.top]
-
-    def unread_texts(self, ranked: Ranked) -> list[str]:
-        """The text files `hits(ranked)` would read that are not loaded yet, in order of first need."""
-        papers = dict.fromkeys(self._paper_of[result.doc_id] for result in ranked.top)
-        return [self.papers[index]["text"] for index in papers if index not in self._texts]
+        return [self._hit(result, parsed.terms, similarity.get(result.doc_id)) for result in top]
 
     def suggest(self, query: str) -> str | None:
         """`query` with each word the corpus never uses replaced by the closest word it does, or None.

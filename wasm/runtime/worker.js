@@ -356,20 +356,6 @@ async function embed(query) {
   return { vector, cached };
 }
 
-// The core's reply to one search request. The paper text files it will show and has not loaded yet are
-// fetched first, all at once and checked like every other file: the core would otherwise read them with
-// one synchronous request after another (a first query often needs two to five).
-async function searchReply(request) {
-  const requestText = JSON.stringify(request);
-  const paths = JSON.parse(site.texts_to_read(requestText));
-  await Promise.all(paths.map((path) => prefetch(path, "text").catch(() => {}))); // readSync tries again and says why
-  try {
-    return JSON.parse(site.search(requestText));
-  } finally {
-    for (const path of paths) prefetched.delete(path); // left over when another search read it first
-  }
-}
-
 let semanticError = null; // why semantic search is off for good (a failed load or query)
 
 function semanticFailed(error) {
@@ -385,7 +371,7 @@ async function search({ id, query, k, mode, filters }) {
     const why = semanticError ? "is unavailable on this site" : "is still loading";
     return { id, error: `Semantic search ${why}; use keyword or hybrid mode.` };
   }
-  const keywordOnly = () => searchReply({ query, k, mode, filters, vector: null });
+  const keywordOnly = () => JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector: null })));
   const started = performance.now();
   let embedded = started; // the core's time is timed apart from the query embedding's
   let vector = null;
@@ -395,15 +381,15 @@ async function search({ id, query, k, mode, filters }) {
     try {
       ({ vector, cached } = await embed(query));
       embedded = performance.now();
-      reply = await searchReply({ query, k, mode, filters, vector });
+      reply = JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector })));
     } catch (error) {
-      reply = await keywordOnly(); // throws when keyword search fails too: then the fault is not the semantic side's
+      reply = keywordOnly(); // throws when keyword search fails too: then the fault is not the semantic side's
       semanticFailed(error);
       vector = null;
       if (mode === "dense") return { id, error: "Semantic search is unavailable on this site; use keyword or hybrid mode." };
     }
   }
-  if (!reply) reply = await keywordOnly();
+  if (!reply) reply = keywordOnly();
   const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded };
   if (vector) timings.vector_cached = cached;
   return { id, ...reply, semantic: vector !== null, timings };
