@@ -12,8 +12,9 @@ HNSW recall vs exact scan 0.993), so no separate rescoring step is needed (scrip
 
 Distances are asked for in batches (the unvisited neighbours of one node), and the integer dot products
 behind them may come from outside Python (`use_row_products`): the browser's worker computes them with
-typed arrays, about 50x faster than `sumprod` in Pyodide. They are exact integers, so the distances, and
-with them the walk and the ranking, are the same bit for bit; only the arithmetic moved.
+typed arrays (a row in 2-4 µs against 20-45 µs for `sumprod` in Pyodide on a loaded machine; with the
+calls across, the search takes half the time). They are exact integers, so the distances, and with them
+the walk and the ranking, are the same bit for bit; only the arithmetic moved.
 """
 
 from __future__ import annotations
