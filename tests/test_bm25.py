@@ -186,3 +186,29 @@ def test_reader_refuses_an_unknown_format(postings):
 
 def test_empty_corpus_finds_nothing():
     assert BM25Index(build_postings([])).search(["model"], k=5) == []
+
+
+def test_ties_at_the_cut_go_to_the_lower_doc_ids():
+    same = BM25Index(build_postings(["tied words here"] * 7 + ["tied"]))
+    full = same.search(["tie"], k=100)
+    assert [doc for doc, _ in full] == [7, 0, 1, 2, 3, 4, 5, 6]  # the short one first, then doc order
+    for k in range(1, 9):
+        assert same.search(["tie"], k=k) == full[:k]
+
+
+def test_a_terms_weights_are_kept_and_scores_are_the_same_floats(postings):
+    index = BM25Index(postings)
+    terms = parse_query("language models scaling").terms
+    first = index.search(terms, k=20)
+    kept = index.weights("model")
+    assert index.search(terms, k=20) == first and index.weights("model") is kept
+    assert BM25Index(postings).search(terms, k=20) == first  # a fresh index, nothing kept yet
+    # Exactly the float operations of the textbook loop, in query-term order.
+    doc_ids, frequencies = index.postings("model")
+    idf = math.log(1 + (index.n_docs - len(doc_ids) + 0.5) / (len(doc_ids) + 0.5))
+    norms = [index.k1 * (1 - index.b + index.b * dl / index.avgdl) for dl in index.doc_lengths]
+    assert kept == (
+        doc_ids,
+        [idf * f * (index.k1 + 1) / (f + norms[d]) for d, f in zip(doc_ids, frequencies, strict=True)],
+    )
+    assert index.weights("nosuchterm") is None

@@ -66,6 +66,47 @@ def test_a_vector_sent_as_json_gives_the_dense_ranking(site, built_sites):
     assert all(h["ranks"]["dense"] for h in reply["hits"])
 
 
+def text_row_products(rows: bytes, calls: list[str], error: int = 0):
+    """What worker.js's rowProducts does, in Python: comma-separated numbers in and out."""
+
+    def bind(query_text: str):
+        query = [int(x) for x in query_text.split(",")]
+        signed = memoryview(rows).cast("b")
+
+        def products(slots_text: str) -> str:
+            calls.append(slots_text)
+            slots = [int(x) for x in slots_text.split(",")]
+            sums = [sum(q * signed[slot * len(query) + i] for i, q in enumerate(query)) for slot in slots]
+            return ",".join(str(total + error) for total in sums)
+
+        return products
+
+    return bind
+
+
+def test_row_products_from_the_worker_leave_the_replies_as_they_were(built_sites):
+    read = folder_reader(built_sites.second)
+    plain, helped = (open_site(read, read("manifest.json").decode("utf-8")) for _ in range(2))
+    plain.load_semantic()
+    helped.load_semantic()
+    calls: list[str] = []
+    helped.use_text_row_products(text_row_products(helped.vector_rows(), calls))
+    calls.clear()
+    vector = OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0]
+    for mode in ("dense", "hybrid"):
+        request = {"query": QUERY, "k": 10, "mode": mode, "vector": vector}
+        assert helped.search(json.dumps(request)) == plain.search(json.dumps(request))
+    assert calls and all(text.replace(",", "").isdigit() for text in calls)
+
+
+def test_row_products_that_are_wrong_are_refused(built_sites):
+    read = folder_reader(built_sites.second)
+    site = open_site(read, read("manifest.json").decode("utf-8"))
+    site.load_semantic()
+    with pytest.raises(ValueError, match="disagree with Python's"):
+        site.use_text_row_products(text_row_products(site.vector_rows(), [], error=-1))
+
+
 def test_facet_filters_from_the_page_restrict_results(site):
     tagged = {paper["id"] for paper in site.engine.papers if "t1" in paper["tags"]}
     assert tagged and tagged != {paper["id"] for paper in site.engine.papers}

@@ -80,6 +80,43 @@ def test_float_distance_is_cosine_against_the_int8_row(reader, built, queries):
     assert distance == pytest.approx(expected, abs=2e-5)  # the query is held as 15-bit integers
 
 
+def numpy_row_products(reader: UsearchFile, batches: list[int], error: int = 0):
+    """Row products as the worker's typed arrays compute them, from the signed rows (`error` added)."""
+    rows = np.frombuffer(reader.int8_rows(), dtype=np.int8).reshape(reader.size, DIMS).astype(np.int64)
+
+    def bind(fine: list[int]):
+        query = np.array(fine, dtype=np.int64)
+
+        def products(slots):
+            batches.append(len(slots))
+            return (rows[list(slots)] @ query + error).astype(np.float64).tolist()
+
+        return products
+
+    return bind
+
+
+def test_row_products_computed_elsewhere_give_the_same_walk_and_distances(reader, built, queries):
+    other = UsearchFile.from_bytes(built[0].read_bytes())
+    batches: list[int] = []
+    other.use_row_products(numpy_row_products(other, batches))
+    batches.clear()
+    for query in queries[:50]:
+        for k, ef in ((10, 64), (60, 64), (100, 200)):
+            assert other.search(query.tolist(), k, ef=ef) == reader.search(query.tolist(), k, ef=ef)
+    assert max(batches) > 1  # asked a node's unvisited neighbours at once, not row by row
+
+
+def test_row_products_that_disagree_with_pythons_are_refused(reader, built, queries):
+    other = UsearchFile.from_bytes(built[0].read_bytes())
+    batches: list[int] = []
+    with pytest.raises(ValueError, match="disagree with Python's"):
+        other.use_row_products(numpy_row_products(other, batches, error=1))
+    batches.clear()
+    assert other.search(queries[0].tolist(), 10) == reader.search(queries[0].tolist(), 10)
+    assert batches == []  # the refused products are never used
+
+
 def test_bad_queries_are_refused(reader):
     with pytest.raises(ValueError, match="3 dimensions, the index has 384"):
         reader.search([0.1, 0.2, 0.3], 5)

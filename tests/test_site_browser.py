@@ -141,6 +141,26 @@ def test_paraphrase_is_found_by_the_semantic_side(site_url, watched):
     assert "semantic" in page.inner_text("#results .message")
 
 
+SEARCH_AGAIN = """async ([query, k]) => {
+  const hits = await readingRoom.search(query, {k});
+  return {chunks: hits.map((hit) => hit.chunk_id), cached: readingRoom.status().last_search.vector_cached};
+}"""
+
+
+def test_a_query_searched_again_reuses_its_vector(site_url, watched):
+    """More results, a filter or the same words again: the worker's encoder runs once per text."""
+    watched.open(site_url)
+    page = watched.page
+    page.evaluate("window.readingRoom.semanticReady")
+    first = page.evaluate(SEARCH_AGAIN, [KEYWORD_QUESTION, 5])
+    assert first["cached"] is False and len(first["chunks"]) == 5
+    more = page.evaluate(SEARCH_AGAIN, [KEYWORD_QUESTION, 10])
+    assert more["cached"] is True and more["chunks"][:5] == first["chunks"]
+    # A field filter is not part of what the encoder reads (readingroom_core.engine.embedding_text).
+    assert page.evaluate(SEARCH_AGAIN, [f"{KEYWORD_QUESTION} year:2000..2030", 5])["cached"] is True
+    assert page.evaluate(SEARCH_AGAIN, [PARAPHRASE, 5])["cached"] is False
+
+
 def test_filters_restrict_results(site_url, watched):
     watched.open(site_url)
     watched.search("model training data")
@@ -210,6 +230,8 @@ def test_browser_top_ten_equals_the_cli_for_many_questions(served_site, watched)
     cli = top_chunk_ids(site_dir, questions, SearchOptions(k=10))
     watched.open(url)
     watched.page.evaluate("window.readingRoom.semanticReady")
+    # The worker's typed arrays compute the HNSW search's dot products (the core checked them first).
+    assert watched.page.evaluate("window.readingRoom.status().row_products") is True
     assert watched.page.evaluate(TOP_CHUNK_IDS, [questions, 10]) == cli
     # Every query finds something; the diversity caps (one result per page) and field filters can leave
     # fewer than 10 on four five-page papers, but most lists are full.

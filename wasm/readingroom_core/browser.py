@@ -2,8 +2,9 @@
 
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
-(`wasm/runtime/worker.js`) calls `Site.search`, `Site.load_semantic` and `Site.encode_ids` and passes
-only strings and numbers across, so JavaScript never sees a Python object or a Python string offset.
+(`wasm/runtime/worker.js`) calls `Site.search`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.use_text_row_products` and passes only strings, numbers and bytes across, so JavaScript never
+sees a Python object or a Python string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
 after the import, must hold all the code a restored interpreter will run (the files are not on disk).
@@ -15,7 +16,7 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from readingroom_core import answers
@@ -153,6 +154,29 @@ class Site:
             json.loads(read(files["char_classes"])),
             max_length=self.manifest["encoder"]["max_length"],
         )
+
+    def vector_rows(self) -> bytes:
+        """The stored rows as signed int8 bytes, row `slot` at `slot * dimensions` (`use_text_row_products`)."""
+        return self.engine.load_vectors().int8_rows()
+
+    def use_text_row_products(self, bind: Callable[[str], Callable[[str], str]]) -> None:
+        """Let the HNSW search take its integer dot products from the worker's typed arrays.
+
+        `bind(query)` gets the query's integers as comma-separated text and returns a function from
+        comma-separated row slots (of `vector_rows`) to their products, comma-separated: exact integers,
+        so results are the same as with Python's own products (hnsw.RowProducts); the core checks that
+        before it uses them.
+        """
+
+        def row_products(fine: list[int]) -> Callable[[Sequence[int]], list[int]]:
+            products = bind(",".join(map(str, fine)))
+
+            def of(slots: Sequence[int]) -> list[int]:
+                return list(map(int, products(",".join(map(str, slots))).split(","))) if slots else []
+
+            return of
+
+        self.engine.load_vectors().use_row_products(row_products)
 
     def encode_ids(self, query: str) -> list[int]:
         """Token ids of the query text the model should see: field filters such as year:2021 removed."""

@@ -65,6 +65,7 @@ worker.onmessage = ({ data }) => {
     if (data.which === "keyword") resolveReady();
     if (data.which === "semantic") {
       state.checksums_ms = data.checksums_ms; // time spent checking the data files' sha256 at start
+      state.row_products = data.row_products; // the HNSW search's dot products come from typed arrays
       state.loading = null;
       resolveSemantic();
     }
