@@ -31,9 +31,10 @@ def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: byte
     return Artifact(relative, len(data), sha)
 
 
-# A `.gz` copy is written only where it saves at least this share of the bytes: a zip or already
-# compressed weights would cost the visitor a decompression for nothing.
-GZIP_MIN_SAVING = 0.10
+# A `.gz` copy is written only where it saves at least this share of the bytes: a zip (Pyodide's stdlib
+# saves 1.7%) would cost the visitor a decompression for nothing. The 4-bit query encoder saves 9.0%
+# (18.01 -> 16.39 MB), 0.6 s at 20 Mbit/s against ~0.1 s of gunzip in the encoder worker.
+GZIP_MIN_SAVING = 0.05
 GZIP_SUFFIX = ".gz"
 
 
