@@ -99,21 +99,27 @@ function countModules(prefix, kind) {
 
 // Pyodide fetches its own files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json): while it
 // starts, the worker's fetch hands it their .gz copies decompressed, and counts the bytes as they come.
-// `fetched` resolves when the files keyword search waits for are all in.
+// Each is downloaded once: a second start (booting after the snapshot was cancelled or refused) gets a
+// copy of the same download. `fetched` resolves when the files keyword search waits for are all in.
 function pythonFiles(pyodideRoot) {
   const waited = ["pyodide.asm.wasm", "python_stdlib.zip"];
   const arrived = new Map(waited.map((name) => [name, Promise.withResolvers()]));
-  async function fetchForPython(resource, init) {
-    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
-    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
-    const name = url.slice(pyodideRoot.length);
+  const downloads = new Map(); // url -> a promise of its Response, never read itself: each start gets a clone
+  async function downloadForPython(url, name) {
     const done = () => arrived.get(name)?.resolve();
     const gzipped = gzippedRuntime.has(url);
     const { response, body } = await download(url, { gzipped, count: counter("pyodide"), done });
     const type = name.endsWith(".wasm") ? "application/wasm" : response.headers.get("Content-Type");
     return new Response(body, { headers: { "Content-Type": type || "application/octet-stream" } });
   }
-  return { fetchForPython, fetched: Promise.all([...arrived.values()].map((deferred) => deferred.promise)) };
+  async function fetchForPython(resource, init) {
+    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
+    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
+    if (!downloads.has(url)) downloads.set(url, downloadForPython(url, url.slice(pyodideRoot.length)));
+    return (await downloads.get(url)).clone();
+  }
+  const fetched = Promise.all([...arrived.values()].map((deferred) => deferred.promise));
+  return { fetchForPython, fetched, forget: () => downloads.clear() };
 }
 
 // --- Python start-up from the build's memory snapshot ---------------------------------------------------
@@ -131,40 +137,34 @@ const CORE_BOUNDARY = "readingroom_core.browser";
 // says the rest would take more than SNAPSHOT_BUDGET_MS, it is cancelled and Python boots.
 const SNAPSHOT_CHECK_MS = 150;
 const SNAPSHOT_BUDGET_MS = 1000;
+const SNAPSHOT_TOO_SLOW = new Error("the line is too slow for the Python snapshot to pay");
 
-/** {bytes: a promise of the snapshot, decided: resolves true once it is worth waiting for, else false}. */
+/** A promise of the snapshot's bytes; it rejects with SNAPSHOT_TOO_SLOW when the download was cancelled. */
 function fetchSnapshot(url) {
   const cancel = new AbortController();
   let received = 0;
   const count = (n) => ((received += n), progress.count("pyodide", n));
   const fetched = download(url, { gzipped: gzippedRuntime.has(url), count, signal: cancel.signal });
-  const bytes = fetched.then(async ({ body }) => new Uint8Array(await new Response(body).arrayBuffer()));
-  const paced = fetched.then(async ({ response }) => {
+  fetched.then(async ({ response }) => {
     const size = Number(response.headers.get("Content-Length")) || 0;
     await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_CHECK_MS));
-    const projectedMs = (SNAPSHOT_CHECK_MS * size) / Math.max(received, 1);
-    if (projectedMs <= SNAPSHOT_BUDGET_MS) return true;
-    cancel.abort();
-    return false;
-  });
-  const decided = Promise.race([bytes.then(() => true), paced]).catch(() => false);
-  return { bytes, decided };
+    if ((SNAPSHOT_CHECK_MS * size) / Math.max(received, 1) > SNAPSHOT_BUDGET_MS) cancel.abort(SNAPSHOT_TOO_SLOW);
+  }, () => {});
+  return fetched.then(async ({ body }) => new Uint8Array(await new Response(body).arrayBuffer()));
 }
 
 /** The core's browser module, from the snapshot or else from a booted Python. */
 async function startPython(snapshot, pyodideRoot) {
-  const [{ loadPyodide }, restore] = await Promise.all([import(pyodideRoot + "pyodide.mjs"), snapshot.decided]);
+  const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
   mark("pyodide_imported");
-  if (restore) {
-    try {
-      const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot.bytes });
-      mark("python_started");
-      const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
-      pythonStart = "snapshot";
-      return started(core, pyodideRoot);
-    } catch (error) {
-      console.warn("The Python snapshot did not restore; booting Python instead:", error);
-    }
+  try {
+    const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
+    mark("python_started");
+    const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
+    pythonStart = "snapshot";
+    return started(core, pyodideRoot);
+  } catch (error) {
+    if (error !== SNAPSHOT_TOO_SLOW) console.warn("The Python snapshot did not restore; booting Python instead:", error);
   }
   const wheel = fetchBytes(config.wheel, { count: counter("runtime") });
   const pyodide = await loadPyodide({ indexURL: pyodideRoot });
@@ -203,7 +203,7 @@ async function start() {
   );
   indexFiles.then(() => mark("keyword_data_fetched"), () => {});
   const snapshot = fetchSnapshot(new URL(config.python_snapshot, self.location.href).href);
-  const snapshotFetched = snapshot.bytes.catch(() => {}); // failed or cancelled: Python boots instead
+  const snapshotFetched = snapshot.catch(() => {}); // failed or cancelled: Python boots instead
   const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
   const semantic = Promise.all([manifest, Promise.race([keywordFetched, keywordReady])]).then(([{ files }]) =>
@@ -212,6 +212,7 @@ async function start() {
   semantic.catch(() => {}); // reported once keyword search is up (below)
   [core] = await Promise.all([startPython(snapshot, pyodideRoot), manifest, indexFiles]);
   self.fetch = nativeFetch;
+  python.forget();
   setStage("Starting keyword search");
   const { text } = await manifest;
   site = core.open_site(readSync, text);
