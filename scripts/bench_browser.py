@@ -16,7 +16,8 @@ all once more (their vectors come from the worker's cache, as for "More results"
 `ask_to_sources_shown_warm` times Ask mode (no key) from submitting a question to its source cards.
 `parity_with_cli` compares the browser's top 10 for each question with the CLI's (`python -m builder
 query`: the same core and ONNX encoder under CPython); `startup_steps_ms` says when the worker
-finished each start-up step.
+finished each start-up step, and `python_start` whether Python was restored from the build's snapshot
+("snapshot") or booted ("boot").
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def kind_of(url: str) -> str:
     path = urlsplit(url).path
     for marker, kind in (
         ("/runtime/pyodide-", "pyodide"),
+        ("/runtime/python-snapshot", "python snapshot"),
         ("/runtime/ort", "onnxruntime-web"),
         ("/model/", "model"),
         ("/data/vectors", "vectors"),
@@ -121,6 +123,7 @@ def load(page, url: str) -> dict:
         "first_keyword_result_s": round(keyword_ms / 1000, 2),
         "semantic_ready_s": round(semantic["ready_ms"] / 1000, 2),
         "first_semantic_result_s": round(semantic["first_result_ms"] / 1000, 2),
+        "python_start": page.evaluate("window.readingRoom.status().python_start"),
         "startup_steps_ms": page.evaluate("window.readingRoom.status().timeline"),
         "bytes_by_kind": dict(sorted(transfers.by_kind.items())),
         "bytes_total": sum(transfers.by_kind.values()),

@@ -149,8 +149,8 @@ def test_a_manifest_of_another_format_is_refused(built_sites, tmp_path):
 
 
 def test_importing_the_boundary_imports_the_whole_core():
-    """The worker snapshots Python right after `import readingroom_core.browser`; a restored
-    interpreter has no core files on disk, so every module must already be in memory."""
+    """The build snapshots Python right after `import readingroom_core.browser` (python_snapshot.mjs); a
+    restored interpreter has no core files on disk, so every module must already be in memory."""
     package = Path(readingroom_core.__file__).parent
     modules = {f"readingroom_core.{path.stem}" for path in package.glob("*.py") if path.stem != "__init__"}
     code = "import sys, readingroom_core.browser; print(' '.join(sorted(sys.modules)))"

@@ -135,7 +135,7 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
         assert artifacts[relative]["bytes"] == len(data)
         assert artifacts[relative]["sha256"] == hashlib.sha256(data).hexdigest()
     runtime = manifest["runtime"]
-    for role in ("app", "worker", "css", "wheel", "ort", "ort_glue", "ort_wasm"):
+    for role in ("app", "worker", "css", "wheel", "python_snapshot", "ort", "ort_glue", "ort_wasm"):
         assert runtime[role] in artifacts, role
     for name in ("pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
         assert runtime["pyodide"] + name in artifacts
@@ -147,7 +147,8 @@ def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
     listed = {a["path"]: a for a in manifest["artifacts"] + runtime["artifacts"]}
     copies = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
     pyodide = runtime["pyodide"]
-    for plain in (pyodide + "pyodide.asm.wasm", pyodide + "pyodide-lock.json", runtime["ort_wasm"]):
+    fetched_by_workers = ("pyodide.asm.wasm", "pyodide-lock.json")
+    for plain in (*(pyodide + name for name in fetched_by_workers), runtime["python_snapshot"], runtime["ort_wasm"]):
         assert plain in copies, plain
     assert {manifest["files"][role] for role in ("papers", "postings", "vocab", "encoder")} <= copies
     assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 from conftest import SMALL_PAPERS, run_build
-from support.chromium import CHROMIUM, wait_for
+from support.chromium import CHROMIUM, TOP_CHUNK_IDS, wait_for
 from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
+from builder.evaluation.evaluate import top_chunk_ids
+from readingroom_core.engine import SearchOptions
 from readingroom_core.hnsw import UsearchFile
 
 pytestmark = pytest.mark.browser
@@ -72,7 +74,11 @@ def rewrite(site: Path, role: str, change, update_manifest: bool) -> None:
 
 def damage_copy(site: Path, role: str, change) -> None:
     """Change only the gzip copy of `role`'s data file (a broken upload of the .gz alone)."""
-    copy = site / (manifest_of(site)["files"][role] + ".gz")
+    damage_copy_at(site, manifest_of(site)["files"][role], change)
+
+
+def damage_copy_at(site: Path, relative: str, change) -> None:
+    copy = site / (relative + ".gz")
     copy.write_bytes(change(copy.read_bytes()))
 
 
@@ -154,6 +160,7 @@ def test_the_clean_site_checks_its_files_and_reports_the_cost(visit_tampered):
     view = visit_tampered(lambda site: None)
     status = view.settled()
     assert status["semantic"] and status["semantic_error"] is None and status["error"] is None
+    assert status["python_start"] == "snapshot"
     assert status["checksums_ms"] > 0
     print(
         f"sha256 of every start-up data file: {status['checksums_ms']:.1f} ms for {status['bytes']} bytes loaded"
@@ -199,6 +206,51 @@ def assert_keyword_fallback(view, why: str) -> None:
     ) == ("Semantic search is unavailable on this site; use keyword or hybrid mode.")
     assert_no_traceback(line, results)
     assert any(why in message for message in view.console)  # the details are in the console
+
+
+def damage_snapshot(change):
+    """Change the build's Python snapshot and its gzip copy (what the browser fetches) to match."""
+
+    def damage(site: Path) -> None:
+        path = site / manifest_of(site)["runtime"]["python_snapshot"]
+        data = change(path.read_bytes())
+        path.write_bytes(data)
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
+
+    return damage
+
+
+def snapshot_of_another_build(data: bytes) -> bytes:
+    """Pyodide writes its build id after the magic number and two lengths (bytes 16-47)."""
+    block = bytearray(data)
+    block[16:48] = bytes(32)
+    return bytes(block)
+
+
+def delete_snapshot(site: Path) -> None:
+    path = site / manifest_of(site)["runtime"]["python_snapshot"]
+    path.unlink()
+    path.with_name(path.name + ".gz").unlink()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        delete_snapshot,
+        damage_snapshot(snapshot_of_another_build),
+        damage_snapshot(lambda data: bytes(4096)),
+        lambda site: damage_copy_at(site, manifest_of(site)["runtime"]["python_snapshot"], flip_middle_byte),
+    ],
+    ids=["missing", "another-build", "not-a-snapshot", "damaged-gzip-copy"],
+)
+def test_a_missing_or_broken_python_snapshot_means_booting_python(visit_tampered, clean_site, damage):
+    view = visit_tampered(damage)
+    status = view.settled()
+    assert status["python_start"] == "boot"
+    assert status["keyword"] and status["semantic"] and status["error"] is None
+    expected = top_chunk_ids(clean_site, [QUERY], SearchOptions(k=10))
+    assert view.page.evaluate(TOP_CHUNK_IDS, [[QUERY], 10]) == expected
+    assert view.console == []  # a warning says why, but the visitor's site works
 
 
 @pytest.mark.parametrize(

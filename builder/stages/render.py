@@ -9,8 +9,9 @@ with the site's `base_url`, so a site built for "/my-list/" works under that pre
 Runtime files are content-hashed (`app.<hash>.js`), except Pyodide, which loads its own files by their
 original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`, and ES
 modules that import one another by name, which share a folder named by the hash of them all
-(`runtime/engine-<hash>/`, `runtime/ask-<hash>/`). The wasm files the workers fetch themselves get a gzip
-copy (store.with_gzip).
+(`runtime/engine-<hash>/`, `runtime/ask-<hash>/`). The Python snapshot the search worker restores instead of
+booting Python (runtime.python_snapshot) is made here from the same wheel bytes. The wasm files and the
+snapshot, which the workers fetch themselves, get a gzip copy (store.with_gzip).
 The manifest gets a `runtime` section naming them by role, with its own `artifacts` list (path, size,
 sha256 of every copied file), apart from the data files' `artifacts`.
 """
@@ -34,7 +35,7 @@ from builder.models import Settings
 from builder.paths import REPO_ROOT
 from builder.stages import manifest as manifest_io
 from builder.stages.report import BuildReport
-from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel
+from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR, build_core_wheel, python_snapshot
 from builder.stages.store import GZIP_SUFFIX, Artifact, safe_stem, with_gzip, write_hashed
 from readingroom_core.hnsw import UsearchFile
 from readingroom_core.sitedata import MANIFEST_FILE, read_papers
@@ -140,7 +141,11 @@ def copy_runtime(out_dir: Path) -> tuple[dict, list[Artifact]]:
     with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
         wheel = build_core_wheel(Path(scratch))
         stem = wheel.name.removesuffix(".whl")
-        add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", reproducible_zip(wheel)))
+        wheel_bytes = reproducible_zip(wheel)
+        add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
+        snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", python_snapshot(wheel_bytes))
+        add("python_snapshot", snapshot)
+        artifacts.extend(with_gzip(out_dir, snapshot)[1:])
     engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
     engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
     runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
@@ -310,6 +315,7 @@ class SitePages:
             "encoder": base + runtime["encoder"],
             "ask": base + runtime["ask"],
             "wheel": base + runtime["wheel"],
+            "python_snapshot": base + runtime["python_snapshot"],
             "pyodide": base + runtime["pyodide"],
             "ort": base + runtime["ort"],
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},

@@ -1,4 +1,5 @@
-"""The search core as the wheel the site's Pyodide installs (render copies it next to Pyodide and ORT Web)."""
+"""The search core as the wheel the site's Pyodide installs, and the interpreter snapshot made from it
+(render copies both next to Pyodide and ORT Web)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from builder.paths import REPO_ROOT
 
 WASM_DIR = REPO_ROOT / "wasm"
 PYODIDE_PACKAGE = WASM_DIR / "node_modules" / "pyodide"
+SNAPSHOT_SCRIPT = WASM_DIR / "node" / "python_snapshot.mjs"
+SNAPSHOT_TIMEOUT_S = 300
 
 
 def build_core_wheel(out_dir: Path) -> Path:
@@ -54,3 +57,26 @@ def build_core_wheel(out_dir: Path) -> Path:
             f"expected one readingroom_core wheel in {out_dir}, found {[w.name for w in wheels]}"
         )
     return wheels[0]
+
+
+def python_snapshot(wheel: bytes) -> bytes:
+    """Pyodide's memory after booting and importing the core from `wheel` (the bytes the site ships), made
+    by Node (wasm/node/python_snapshot.mjs): a visitor's search worker restores it instead of booting Python.
+    The same wheel gives the same snapshot (the wheel's bytes pass through Python's memory)."""
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("node is not installed; the build needs Node.js (as `npm ci --prefix wasm` does)")
+    with tempfile.TemporaryDirectory(prefix="readingroom-snapshot-") as scratch:
+        wheel_path = Path(scratch) / "core.whl"
+        wheel_path.write_bytes(wheel)
+        out = Path(scratch) / "python.snapshot"
+        finished = subprocess.run(
+            [node, str(SNAPSHOT_SCRIPT), str(wheel_path), str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SNAPSHOT_TIMEOUT_S,
+        )
+        if finished.returncode != 0 or not out.exists():
+            raise RuntimeError(f"making the Python snapshot failed:\n{finished.stdout}\n{finished.stderr}")
+        return out.read_bytes()

@@ -25,7 +25,7 @@ const state = {
   error: null,
   last_search: null, // {embed_ms, search_ms} of the latest search, measured in the worker
   timeline: {}, // start-up step -> ms since navigation, when the worker finished it
-  python_start: null, // "boot", or "snapshot" when Python was restored from this browser's saved copy
+  python_start: null, // "snapshot" when Python was restored from the build's snapshot, else "boot"
   last_ask: null, // {sources_ms, first_text_ms, answer_ms, verify_ms} of the latest question, from pressing Ask
 };
 const pending = new Map();

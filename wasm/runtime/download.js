@@ -88,9 +88,9 @@ async function gunzipped(body) {
 }
 
 /** The file at `url` as a stream of its own bytes (from `url`.gz when `gzipped`); `count(n)` is told of
- * every chunk that arrives and `done()` when the last has. */
-export async function download(url, { gzipped = false, count = () => {}, done = () => {} } = {}) {
-  const response = await nativeFetch(gzipped ? url + GZIP : url);
+ * every chunk that arrives and `done()` when the last has; `signal` (an AbortSignal) cancels it. */
+export async function download(url, { gzipped = false, count = () => {}, done = () => {}, signal } = {}) {
+  const response = await nativeFetch(gzipped ? url + GZIP : url, { signal });
   if (!response.ok) throw new Error(`${url}${gzipped ? GZIP : ""}: HTTP ${response.status}`);
   const body = counted(response.body, count, done);
   return { response, body: gzipped ? await gunzipped(body) : body };

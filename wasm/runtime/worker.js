@@ -28,7 +28,7 @@ let stage = "starting";
 const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
 // When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
 const timeline = {};
-let pythonStart = null; // "snapshot" when restored from this browser's saved interpreter, else "boot"
+let pythonStart = null; // "snapshot" when restored from the build's snapshot, "boot" when Python booted
 let resolveKeyword;
 const keywordReady = new Promise((resolve) => (resolveKeyword = resolve));
 
@@ -99,107 +99,90 @@ function countModules(prefix, kind) {
 
 // Pyodide fetches its own files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json): while it
 // starts, the worker's fetch hands it their .gz copies decompressed, and counts the bytes as they come.
-// `fetched` resolves when the files keyword search waits for are all in.
+// Each is downloaded once: a second start (booting after the snapshot was cancelled or refused) gets a
+// copy of the same download. `fetched` resolves when the files keyword search waits for are all in.
 function pythonFiles(pyodideRoot) {
   const waited = ["pyodide.asm.wasm", "python_stdlib.zip"];
   const arrived = new Map(waited.map((name) => [name, Promise.withResolvers()]));
-  async function fetchForPython(resource, init) {
-    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
-    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
-    const name = url.slice(pyodideRoot.length);
+  const downloads = new Map(); // url -> a promise of its Response, never read itself: each start gets a clone
+  async function downloadForPython(url, name) {
     const done = () => arrived.get(name)?.resolve();
     const gzipped = gzippedRuntime.has(url);
     const { response, body } = await download(url, { gzipped, count: counter("pyodide"), done });
     const type = name.endsWith(".wasm") ? "application/wasm" : response.headers.get("Content-Type");
     return new Response(body, { headers: { "Content-Type": type || "application/octet-stream" } });
   }
-  return { fetchForPython, fetched: Promise.all([...arrived.values()].map((deferred) => deferred.promise)) };
-}
-
-// --- Python start-up from a memory snapshot ----------------------------------------------------------
-// Booting Python takes about 2 s even from the HTTP cache; restoring a memory snapshot of an interpreter
-// that has already imported the core, read back from IndexedDB, about 0.6 s. It is made in this browser on the
-// first visit and kept in IndexedDB, one per site, under a key naming the Pyodide folder and the
-// content-hashed core wheel, so a new build or Pyodide version never restores a stale interpreter.
-// Anything wrong with it (no IndexedDB, a failed restore) just means booting Python as before.
-const SNAPSHOT_DB = "readingroom-python";
-const SNAPSHOT_STORE = "snapshots";
-// The browser boundary; importing it imports every module of the core (readingroom_core/browser.py),
-// so a restored interpreter, which has them in memory but not on disk, lacks none.
-const CORE_IMPORTS = "import readingroom_core.browser";
-let snapshotToSave = null;
-
-function snapshotKey() {
-  return `${config.pyodide} ${config.wheel}`;
-}
-
-function snapshotRequest(mode, act) {
-  return new Promise((resolve, reject) => {
-    const opening = indexedDB.open(SNAPSHOT_DB, 1);
-    opening.onupgradeneeded = () => opening.result.createObjectStore(SNAPSHOT_STORE);
-    opening.onerror = () => reject(opening.error);
-    opening.onsuccess = () => {
-      const db = opening.result;
-      const transaction = db.transaction(SNAPSHOT_STORE, mode);
-      const request = act(transaction.objectStore(SNAPSHOT_STORE));
-      transaction.oncomplete = () => (db.close(), resolve(request.result));
-      transaction.onerror = transaction.onabort = () => (db.close(), reject(transaction.error));
-    };
-  });
-}
-
-async function savedSnapshot() {
-  try {
-    const saved = await snapshotRequest("readonly", (store) => store.get(config.base));
-    return saved && saved.key === snapshotKey() ? saved.bytes : null;
-  } catch {
-    return null;
+  async function fetchForPython(resource, init) {
+    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
+    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
+    if (!downloads.has(url)) downloads.set(url, downloadForPython(url, url.slice(pyodideRoot.length)));
+    return (await downloads.get(url)).clone();
   }
+  const fetched = Promise.all([...arrived.values()].map((deferred) => deferred.promise));
+  return { fetchForPython, fetched, forget: () => downloads.clear() };
 }
 
-async function saveSnapshot() {
-  if (!snapshotToSave) return;
-  const bytes = snapshotToSave;
-  snapshotToSave = null;
-  try {
-    await snapshotRequest("readwrite", (store) => store.put({ key: snapshotKey(), bytes }, config.base));
-    mark("python_snapshot_saved");
-    self.postMessage({ type: "timeline", timeline: { ...timeline } });
-  } catch {
-    // Storage full or refused (private browsing): the next visit boots Python, as this one did.
-  }
+// --- Python start-up from the build's memory snapshot ---------------------------------------------------
+// Booting Python and importing the core takes about 2 s of a first visit on a busy 2-core machine; the
+// build ships a memory snapshot of that interpreter, made by Node from the same Pyodide and core wheel
+// (wasm/node/python_snapshot.mjs), and restoring it takes a fraction of that. Its hashed name changes
+// with the wheel or Pyodide; Pyodide itself refuses a snapshot of another build. Anything wrong with it
+// (missing, damaged, refused) means booting Python from the wheel, as a site without one would.
+// The core's modules are in the restored memory but not on its disk; importing the browser boundary
+// imports them all (readingroom_core/browser.py), so the restored interpreter lacks none.
+const CORE_BOUNDARY = "readingroom_core.browser";
+// The snapshot is about 6.4 MB more to download (gzipped), which a slow line takes longer to bring than
+// Python takes to boot: at 20 Mbit/s it made keyword search 0.4 s later and semantic search 3.7 s
+// (bench_browser, 112 papers). So it gets SNAPSHOT_CHECK_MS from its first byte; if its pace by then
+// says the rest would take more than SNAPSHOT_BUDGET_MS, it is cancelled and Python boots.
+const SNAPSHOT_CHECK_MS = 150;
+const SNAPSHOT_BUDGET_MS = 1000;
+const SNAPSHOT_TOO_SLOW = new Error("the line is too slow for the Python snapshot to pay");
+
+/** A promise of the snapshot's bytes; it rejects with SNAPSHOT_TOO_SLOW when the download was cancelled. */
+function fetchSnapshot(url) {
+  const cancel = new AbortController();
+  let received = 0;
+  const count = (n) => ((received += n), progress.count("pyodide", n));
+  const fetched = download(url, { gzipped: gzippedRuntime.has(url), count, signal: cancel.signal });
+  fetched.then(async ({ response }) => {
+    const size = Number(response.headers.get("Content-Length")) || 0;
+    await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_CHECK_MS));
+    if ((SNAPSHOT_CHECK_MS * size) / Math.max(received, 1) > SNAPSHOT_BUDGET_MS) cancel.abort(SNAPSHOT_TOO_SLOW);
+  }, () => {});
+  return fetched.then(async ({ body }) => new Uint8Array(await new Response(body).arrayBuffer()));
 }
 
-async function startPython(wheel, pyodideRoot) {
-  const [{ loadPyodide }, snapshot] = await Promise.all([import(pyodideRoot + "pyodide.mjs"), savedSnapshot()]);
+/** The core's browser module, from the snapshot or else from a booted Python. */
+async function startPython(snapshot, pyodideRoot) {
+  const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
   mark("pyodide_imported");
-  if (snapshot) {
-    try {
-      const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
-      pythonStart = "snapshot";
-      mark("python_started");
-      countModules(pyodideRoot, "pyodide");
-      mark("core_installed");
-      return pyodide;
-    } catch {
-      await snapshotRequest("readwrite", (store) => store.delete(config.base)).catch(() => {});
-    }
+  try {
+    const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
+    mark("python_started");
+    const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
+    pythonStart = "snapshot";
+    return started(core, pyodideRoot);
+  } catch (error) {
+    if (error !== SNAPSHOT_TOO_SLOW) console.warn("The Python snapshot did not restore; booting Python instead:", error);
   }
-  const pyodide = await loadPyodide({ indexURL: pyodideRoot, _makeSnapshot: true });
+  const wheel = fetchBytes(config.wheel, { count: counter("runtime") });
+  const pyodide = await loadPyodide({ indexURL: pyodideRoot });
   pythonStart = "boot";
   mark("python_started");
-  countModules(pyodideRoot, "pyodide");
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(await wheel, "wheel", { extractDir: sitePackages });
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
-  pyodide.runPython(CORE_IMPORTS);
-  // Taken before any JavaScript object enters Python (a snapshot cannot hold one); saved once idle.
-  snapshotToSave = pyodide.makeMemorySnapshot();
-  mark("core_installed");
-  return pyodide;
+  return started(pyodide.pyimport(CORE_BOUNDARY), pyodideRoot);
 }
 
-// Everything downloads from the start, keyword search's files first: Python, the core wheel, the
+function started(core, pyodideRoot) {
+  mark("core_installed");
+  countModules(pyodideRoot, "pyodide");
+  return core;
+}
+
+// Everything downloads from the start, keyword search's files first: Python and its snapshot, the
 // manifest and the keyword index; the encoder, ONNX Runtime and the vectors as soon as those are in
 // (or keyword search is up), so that on a slow line they never share its bandwidth. ONNX Runtime starts
 // in the encoder's worker (encoder.js): its downloads while Python boots here, its session while this
@@ -219,17 +202,19 @@ async function start() {
     Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]),
   );
   indexFiles.then(() => mark("keyword_data_fetched"), () => {});
-  const wheel = fetchBytes(config.wheel, { count: counter("runtime") }); // unused when a snapshot restores
-  const keywordFetched = Promise.all([indexFiles, wheel, python.fetched]);
+  const snapshot = fetchSnapshot(new URL(config.python_snapshot, self.location.href).href);
+  const snapshotFetched = snapshot.catch(() => {}); // failed or cancelled: Python boots instead
+  const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
   const semantic = Promise.all([manifest, Promise.race([keywordFetched, keywordReady])]).then(([{ files }]) =>
     startSemantic(files),
   );
   semantic.catch(() => {}); // reported once keyword search is up (below)
-  const [pyodide, { text }] = await Promise.all([startPython(wheel, pyodideRoot), manifest, indexFiles]);
+  [core] = await Promise.all([startPython(snapshot, pyodideRoot), manifest, indexFiles]);
   self.fetch = nativeFetch;
+  python.forget();
   setStage("Starting keyword search");
-  core = pyodide.pyimport("readingroom_core.browser");
+  const { text } = await manifest;
   site = core.open_site(readSync, text);
   mark("keyword_ready");
   encoder.postMessage({ type: "session" }); // not before: Python's boot would share its core
@@ -435,7 +420,6 @@ self.onmessage = async ({ data }) => {
       progress.stop();
       semanticFailed(error);
     }
-    await saveSnapshot();
   } else if (data.type === "encoder_failed") {
     encoderFailed(new Error(data.error));
   } else if (REQUESTS[data.type]) {
