@@ -74,7 +74,7 @@ LATENCY = """async ([queries, mode]) => {
     const worker = window.readingRoom.status().last_search;
     times.embed.push(worker.embed_ms);
     times.search.push(worker.search_ms);
-    times.ahead.push(worker.ahead_ms);
+    if (worker.ahead_ms !== undefined) times.ahead.push(worker.ahead_ms);
   }
   return times;
 }"""
@@ -219,6 +219,7 @@ def run(site: Path, questions: list[str], startup_only: bool = False) -> dict:
                 name: {
                     part: percentiles(times)
                     for part, times in page.evaluate(LATENCY, [questions, mode]).items()
+                    if times
                 }
                 for name, mode in (("hybrid", "hybrid"), ("bm25", "bm25"), ("hybrid_again", "hybrid"))
             }
