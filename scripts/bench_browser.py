@@ -10,7 +10,9 @@ emulation through the DevTools protocol: 20 Mbit/s down, 5 Mbit/s up, 40 ms late
 Times are from navigation start (the page's performance clock): "keyword" is when the first result of
 the ?q= query is in the DOM, "semantic" when a hybrid search with the query vector has returned, asked
 as soon as semantic search is ready. Query latency is timed in the page around readingRoom.search
-("total"), and split into the worker's query embedding ("embed") and search core ("search") time:
+("total"), and split in the worker into the wait for the query vector ("embed"), during which the core
+prepares the search and reads paper texts ahead ("ahead"), and the search core's time after it
+("search"):
 "hybrid" asks each question for the first time (the encoder worker runs), "hybrid_again" asks them
 all once more (their vectors come from the worker's cache, as for "More results" or a filter change).
 `ask_to_sources_shown_warm` times Ask mode (no key) from submitting a question to its source cards.
@@ -65,7 +67,7 @@ SEMANTIC_TIMING = """async (query) => {
   return {ready_ms: readyMs, first_result_ms: performance.now(), hits: hits.length};
 }"""
 LATENCY = """async ([queries, mode]) => {
-  const times = {total: [], embed: [], search: []};
+  const times = {total: [], embed: [], search: [], ahead: []};
   for (const query of queries) {
     const started = performance.now();
     await window.readingRoom.search(query, {k: 10, mode});
@@ -73,6 +75,7 @@ LATENCY = """async ([queries, mode]) => {
     const worker = window.readingRoom.status().last_search;
     times.embed.push(worker.embed_ms);
     times.search.push(worker.search_ms);
+    if (worker.ahead_ms !== undefined) times.ahead.push(worker.ahead_ms);
   }
   return times;
 }"""
@@ -219,6 +222,7 @@ def run(site: Path, questions: list[str], startup_only: bool = False) -> dict:
                 name: {
                     part: percentiles(times)
                     for part, times in page.evaluate(LATENCY, [questions, mode]).items()
+                    if times
                 }
                 for name, mode in (("hybrid", "hybrid"), ("bm25", "bm25"), ("hybrid_again", "hybrid"))
             }

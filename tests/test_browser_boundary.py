@@ -14,7 +14,14 @@ import pytest
 
 import readingroom_core
 from builder.stages.encoder import OnnxQueryEncoder
-from readingroom_core.browser import folder_reader, gunzipped, hit_json, open_folder, open_site
+from readingroom_core.browser import (
+    READ_AHEAD_PAPERS,
+    folder_reader,
+    gunzipped,
+    hit_json,
+    open_folder,
+    open_site,
+)
 from readingroom_core.engine import SearchOptions, embedding_text
 from readingroom_core.tokenizer import WordPieceTokenizer
 
@@ -105,6 +112,44 @@ def test_row_products_that_are_wrong_are_refused(built_sites):
     site.load_semantic()
     with pytest.raises(ValueError, match="disagree with Python's"):
         site.use_text_row_products(text_row_products(site.vector_rows(), [], error=-1))
+
+
+def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(built_sites):
+    """worker.js: prepare(request) while the encoder embeds, read the papers it names, search(request + vector)."""
+    read = folder_reader(built_sites.second)
+    reads: list[str] = []
+    site = open_site(lambda path: (reads.append(path), read(path))[1], read("manifest.json").decode("utf-8"))
+    plain = open_site(read, read("manifest.json").decode("utf-8"))
+    site.load_semantic()
+    plain.load_semantic()
+    vector = OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0]
+    papers = site.engine.papers
+    paper_of = {doc: i for i, paper in enumerate(papers) for doc in range(paper["chunks"][0], sum(paper["chunks"]))}
+    request = {"query": QUERY, "k": 10, "mode": "hybrid"}
+    keyword_ranking = site.engine.prepare(QUERY, SearchOptions(k=10)).bm25
+    reads.clear()
+    ahead = json.loads(site.prepare(json.dumps(request)))
+    assert reads == []  # the keyword side needs no paper text
+    assert ahead == list(dict.fromkeys(paper_of[doc] for doc, _ in keyword_ranking))[:READ_AHEAD_PAPERS]
+    assert len(ahead) >= 2
+    for paper in ahead:
+        site.read_paper_text(paper)
+    assert reads == [papers[paper]["text"] for paper in ahead]
+    reads.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was prepared again"))
+        reply = site.search(json.dumps({**request, "vector": vector}))
+    assert reply == plain.search(json.dumps({**request, "vector": vector}))
+    shown = {hit["arxiv_id"] for hit in json.loads(reply)["hits"]}
+    assert shown & {papers[paper]["id"] for paper in ahead}  # read ahead, shown, and not read again
+    assert set(reads).isdisjoint(papers[paper]["text"] for paper in ahead)
+    # A search other than the one prepared, a query the engine rejects, and dense mode (no keyword ranking).
+    site.prepare(json.dumps(request))
+    other = {**request, "query": "renormalization group", "vector": vector}
+    assert site.search(json.dumps(other)) == plain.search(json.dumps(other))
+    rejected = {**request, "query": "year:soon attention"}
+    assert site.prepare(json.dumps(rejected)) == "[]" and "error" in json.loads(site.search(json.dumps(rejected)))
+    assert site.prepare(json.dumps({**request, "query": "query expansion", "mode": "dense"})) == "[]"
 
 
 def test_facet_filters_from_the_page_restrict_results(site):

@@ -161,6 +161,21 @@ def test_a_query_searched_again_reuses_its_vector(site_url, watched):
     assert page.evaluate(SEARCH_AGAIN, [PARAPHRASE, 5])["cached"] is False
 
 
+def test_a_first_sight_search_reads_texts_while_its_query_is_embedded(site_url, watched):
+    """The papers of the best keyword matches are read while the encoder's worker embeds the query
+    (worker.js readAhead), each paper's text file once."""
+    page = watched.page
+    texts: list[str] = []
+    page.on("request", lambda request: "/data/text/" in request.url and texts.append(request.url))
+    watched.open(site_url)
+    page.evaluate("window.readingRoom.semanticReady")
+    hits = page.evaluate("q => readingRoom.search(q, {k: 10})", KEYWORD_QUESTION)
+    timings = page.evaluate("readingRoom.status().last_search")
+    assert hits[0]["arxiv_id"] == DOC2QUERY and timings["vector_cached"] is False
+    assert timings["texts_ahead"] >= 1 and timings["ahead_ms"] > 0
+    assert len(texts) == len(set(texts)) >= len({hit["arxiv_id"] for hit in hits})
+
+
 def test_filters_restrict_results(site_url, watched):
     watched.open(site_url)
     watched.search("model training data")

@@ -53,14 +53,20 @@ def search(request: dict) -> dict:
 
 def browser(request: dict) -> dict:
     """The Web Worker's calls in its order: open the site from a reader and the fetched manifest text,
-    load semantic search, then per case the query's token ids and the search reply (JSON in, JSON out)."""
+    load semantic search, then per case the query's token ids, the search prepared and the papers it names
+    read (while the encoder embeds, unless in bm25 mode), and the search reply (JSON in, JSON out)."""
     read = folder_reader(request["site"])
     site = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
     replies = []
     for case in request["cases"]:
         ids = site.encode_ids(case["query"])
-        reply = json.loads(site.search(json.dumps({key: case.get(key) for key in BROWSER_REQUEST})))
+        search_request = {key: case.get(key) for key in BROWSER_REQUEST}
+        if case["mode"] != "bm25":
+            without_vector = {key: value for key, value in search_request.items() if key != "vector"}
+            for paper in json.loads(site.prepare(json.dumps(without_vector))):
+                site.read_paper_text(paper)
+        reply = json.loads(site.search(json.dumps(search_request)))
         replies.append({"ids": ids, **reply})
     return {"replies": replies}
 

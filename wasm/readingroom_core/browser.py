@@ -2,9 +2,9 @@
 
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
-(`wasm/runtime/worker.js`) calls `Site.search`, `Site.load_semantic`, `Site.encode_ids` and
-`Site.use_text_row_products` and passes only strings, numbers and bytes across, so JavaScript never
-sees a Python object or a Python string offset.
+(`wasm/runtime/worker.js`) calls `Site.search`, `Site.prepare`, `Site.read_paper_text`, `Site.load_semantic`,
+`Site.encode_ids` and `Site.use_text_row_products` and passes only strings, numbers and bytes across, so
+JavaScript never sees a Python object or a Python string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
 after the import, must hold all the code a restored interpreter will run (the files are not on disk).
@@ -23,6 +23,7 @@ from readingroom_core import answers
 from readingroom_core.engine import (
     Filters,
     Hit,
+    Prepared,
     QuerySyntaxError,
     SearchEngine,
     SearchOptions,
@@ -33,6 +34,11 @@ from readingroom_core.sitedata import MANIFEST_FILE, read_manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 Reader = Callable[[str], bytes]
+# Paper text files a search reads ahead while the query is embedded. Over the 30 dev questions asked in
+# turn on the 112-paper site, the papers of the best keyword matches held most of the papers a first-sight
+# hybrid top 10 shows: reads left for after the vector 58 -> 18 (2 papers) -> 9 (3) -> 5 (4), for 13, 24
+# and 31 more papers read in all (of 112; about 21 KB each as .gz).
+READ_AHEAD_PAPERS = 3
 
 
 def as_bytes(data) -> bytes:
@@ -116,6 +122,15 @@ def segments(snippet: str, highlights) -> list[list]:
     return runs
 
 
+def request_options(request: dict) -> SearchOptions:
+    """A search request's options: what the page sets (k, mode, filters), the rest as the engine's defaults."""
+    return SearchOptions(
+        k=request.get("k") or 20,
+        mode=request.get("mode") or "hybrid",
+        filters=request_filters(request.get("filters") or {}),
+    )
+
+
 def request_filters(data: dict) -> Filters:
     """The search form's facet choices (year range, categories, tags) as engine filters."""
     return Filters(
@@ -134,6 +149,9 @@ class Site:
     engine: SearchEngine
     tokenizer: WordPieceTokenizer | None = None
     papers_by_id: dict[str, dict] = field(init=False)
+    # What `prepare` did for the next `search`: (the request without its vector, the prepared search, the
+    # suggestion)
+    _prepared: tuple[dict, Prepared, str | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.papers_by_id = {paper["id"]: paper for paper in self.engine.papers}
@@ -185,6 +203,25 @@ class Site:
         text = embedding_text(query)
         return self.tokenizer.encode(self.manifest["model"].get("query_prefix", "") + text) if text else []
 
+    def prepare(self, request_json: str) -> str:
+        """Do the part of `search(request_json)` that needs no query vector now, while the encoder's worker
+        embeds the query, and keep it for that search. Returns, as JSON, the papers (indexes) whose text
+        files the reply will likely show and that are not loaded yet, likeliest first: the worker reads
+        them (`read_paper_text`) while it waits for the vector."""
+        request = json.loads(request_json)
+        try:
+            prepared = self.engine.prepare(request["query"], request_options(request))
+        except (QuerySyntaxError, ValueError):
+            return "[]"  # `search` reports it
+        self._prepared = (request, prepared, self._suggestion(request))
+        return json.dumps(self.engine.unread_papers(prepared, READ_AHEAD_PAPERS))
+
+    def read_paper_text(self, paper_index: int) -> None:
+        self.engine.text_file(paper_index)
+
+    def _suggestion(self, request: dict) -> str | None:
+        return self.engine.suggest(request["query"]) if request.get("suggest", True) else None
+
     def search(self, request_json: str) -> str:
         """One search request from the page, as JSON: {query, k, mode, filters, vector (or null)}.
 
@@ -192,20 +229,18 @@ class Site:
         rejects; "weak" says that no passage matches the query's words and none is close in meaning.
         """
         request = json.loads(request_json)
-        options = SearchOptions(
-            k=request.get("k") or 20,
-            mode=request.get("mode") or "hybrid",
-            filters=request_filters(request.get("filters") or {}),
-        )
+        kept, self._prepared = self._prepared, None
         try:
-            hits = self.engine.search(request["query"], request.get("vector"), options)
+            if kept and kept[0] == {key: value for key, value in request.items() if key != "vector"}:
+                _, prepared, suggestion = kept
+            else:
+                prepared = self.engine.prepare(request["query"], request_options(request))
+                suggestion = self._suggestion(request)
+            hits = self.engine.finish(prepared, request.get("vector"))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
         weak = bool(hits) and bool(embedding_text(request["query"])) and weak_match(hits)
-        reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": None}
-        if request.get("suggest", True):
-            reply["suggestion"] = self.engine.suggest(request["query"])
-        return json.dumps(reply)
+        return json.dumps({"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": suggestion})
 
     # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
 

@@ -116,6 +116,18 @@ class Hit:
     similarity: float | None = None  # cosine of query and passage, where the dense side returned it
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A search up to the point where it needs the query vector (`SearchEngine.prepare`)."""
+
+    options: SearchOptions
+    parsed: Query
+    allowed: _Allowed | None
+    limit: int  # candidates per retriever
+    bm25: Ranking | None = None  # None when the keyword side takes no part (dense mode)
+    browse: list[Fused] | None = None  # the results of a query of filters alone
+
+
 class QuerySyntaxError(ValueError):
     """A field filter in the query string has a value it cannot mean."""
 
@@ -361,29 +373,55 @@ class SearchEngine:
     # --- search ----------------------------------------------------------------------------------------
 
     def search(self, query: str, query_vector: Sequence[float] | None, options: SearchOptions) -> list[Hit]:
+        return self.finish(self.prepare(query, options), query_vector)
+
+    def prepare(self, query: str, options: SearchOptions) -> Prepared:
+        """Everything a search does before it needs the query vector (parsing, filters, the keyword
+        ranking), so that the browser can run it while the encoder's worker embeds the query."""
         check_options(options)
         parsed, query_filters = parse_search(query)
         filters = merge_filters(options.filters, self._resolve_tags(query_filters))
         limit = max(options.candidates, options.k)
         allowed = self._allowed_by(filters, limit)
         if not parsed.terms and not parsed.phrases and allowed is not None:
-            return [self._hit(result, ()) for result in self._browse(allowed, options.k)]
-        if options.mode == "dense" and query_vector is None:
-            raise ValueError(
-                "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
-            )
-        rankings: dict[str, Ranking] = {}
+            return Prepared(options, parsed, allowed, limit, browse=self._browse(allowed, options.k))
+        bm25 = None
         if parsed.phrases:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
             phrase_ranking = self._phrase_ranking(parsed, allowed, limit)
             phrase_docs = sorted(doc_id for doc_id, _ in phrase_ranking)
             allowed = _Allowed(set(phrase_docs).__contains__, len(phrase_docs), phrase_docs)
             if options.mode != "dense":
-                rankings["bm25"] = phrase_ranking
+                bm25 = phrase_ranking
         elif options.mode != "dense":
-            rankings["bm25"] = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
+            bm25 = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
+        return Prepared(options, parsed, allowed, limit, bm25=bm25)
+
+    def unread_papers(self, prepared: Prepared, most: int) -> list[int]:
+        """Up to `most` papers whose text files the search will likely show and that are not loaded yet,
+        the likeliest first: those of its best keyword matches (or of the passages a filter-only query
+        shows). None for a dense-only query: it has no ranking before the vector."""
+        if prepared.browse is not None:
+            doc_ids = [result.doc_id for result in prepared.browse]
+        else:
+            doc_ids = [doc_id for doc_id, _ in prepared.bm25 or ()]
+        unread = (self._paper_of[doc_id] for doc_id in doc_ids if self._paper_of[doc_id] not in self._texts)
+        return list(dict.fromkeys(unread))[:most]
+
+    def finish(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
+        """The prepared search with the query vector: the dense ranking, fusion and the hits."""
+        options, parsed, allowed = prepared.options, prepared.parsed, prepared.allowed
+        if prepared.browse is not None:
+            return [self._hit(result, ()) for result in prepared.browse]
+        if options.mode == "dense" and query_vector is None:
+            raise ValueError(
+                "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"
+            )
+        rankings: dict[str, Ranking] = {}
+        if prepared.bm25 is not None:
+            rankings["bm25"] = prepared.bm25
         if options.mode != "bm25" and query_vector is not None:
-            rankings["dense"] = self._dense_ranking(query_vector, limit, options.ef, allowed)
+            rankings["dense"] = self._dense_ranking(query_vector, prepared.limit, options.ef, allowed)
         paper_scores: dict[int, float] = {}
         if options.mode == "hybrid" and options.fusion == "weighted" and len(rankings) == 2:
             paper_scores = self._paper_similarities(query_vector)

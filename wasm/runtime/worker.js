@@ -352,23 +352,59 @@ function semanticFailed(error) {
   self.postMessage({ type: "semantic_failed", error: semanticError });
 }
 
+// A task boundary: the encoder's reply, if it has come, is handled before the caller goes on.
+function nextTask() {
+  const { port1, port2 } = new MessageChannel();
+  return new Promise((resolve) => {
+    port1.onmessage = () => (port1.close(), resolve());
+    port2.postMessage(null);
+  });
+}
+
+// While the encoder's worker embeds the query on the other core, this one does the part of the search
+// that needs no vector (parsing, filters, the keyword ranking: readingroom_core/browser.py Site.prepare)
+// and reads the text files of the papers its best keyword matches come from, most of which the results
+// will show; it stops reading as soon as the vector is in. Returns how many it read. A read that fails
+// here is not reported: the search reads that file again if it shows one of its passages, and fails then.
+async function readAhead(request, embedding) {
+  let embedded = false;
+  embedding.then(() => (embedded = true), () => (embedded = true));
+  let read = 0;
+  try {
+    for (const paper of JSON.parse(site.prepare(JSON.stringify(request)))) {
+      await nextTask();
+      if (embedded) break;
+      site.read_paper_text(paper);
+      read++;
+    }
+  } catch (error) {
+    console.warn("Reading ahead stopped:", error);
+  }
+  return read;
+}
+
 async function search({ id, query, k, mode, filters }) {
   await keywordReady;
   if (mode === "dense" && !semanticReady) {
     const why = semanticError ? "is unavailable on this site" : "is still loading";
     return { id, error: `Semantic search ${why}; use keyword or hybrid mode.` };
   }
-  const keywordOnly = () => JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector: null })));
+  const request = { query, k, mode, filters };
+  const keywordOnly = () => JSON.parse(site.search(JSON.stringify({ ...request, vector: null })));
   const started = performance.now();
-  let embedded = started; // the core's time is timed apart from the query embedding's
+  let embedded = started; // the core's time after the vector is timed apart from the embedding's
+  const ahead = { ahead_ms: 0, texts_ahead: 0 }; // the work done while the query was embedded
   let vector = null;
   let cached = false;
   let reply;
   if (semanticReady && mode !== "bm25") {
     try {
-      ({ vector, cached } = await embed(query));
+      const embedding = embed(query);
+      ahead.texts_ahead = await readAhead(request, embedding);
+      ahead.ahead_ms = performance.now() - started;
+      ({ vector, cached } = await embedding);
       embedded = performance.now();
-      reply = JSON.parse(site.search(JSON.stringify({ query, k, mode, filters, vector })));
+      reply = JSON.parse(site.search(JSON.stringify({ ...request, vector })));
     } catch (error) {
       reply = keywordOnly(); // throws when keyword search fails too: then the fault is not the semantic side's
       semanticFailed(error);
@@ -377,7 +413,7 @@ async function search({ id, query, k, mode, filters }) {
     }
   }
   if (!reply) reply = keywordOnly();
-  const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded };
+  const timings = { embed_ms: embedded - started, search_ms: performance.now() - embedded, ...ahead };
   if (vector) timings.vector_cached = cached;
   return { id, ...reply, semantic: vector !== null, timings };
 }
