@@ -38,8 +38,8 @@ TECH_WORDS = (
     "tokenizer", "benchmark", "perplexity", "contrastive", "sparse", "reranking", "diffusion",
 )
 
-MIN_COSINE = 0.992  # measured 0.9930 (240 mirror queries) and 0.9929 (70 varied) at 14.73 MB
-MIN_MEAN_COSINE = 0.997  # measured 0.9976 and 0.9978
+MIN_COSINE = 0.99  # issue 15's floor; measured 0.9922 (240 mirror queries) and 0.9955 (70 varied) at 14.33 MB
+MIN_MEAN_COSINE = 0.996  # measured 0.9973 and 0.9976
 QUERY_TEMPLATES = (
     "What is {a}?",
     "How does {a} compare to {b}?",
@@ -273,7 +273,7 @@ def varied_queries() -> list[str]:
 
 
 def test_quantized_encoder_keeps_the_quality_floor(exported, model_dir):
-    """The floor the browser's semantic search is held to: every query within cosine 0.992 of fp32."""
+    """The floor the browser's semantic search is held to: every query within cosine 0.99 of fp32."""
     from sentence_transformers import SentenceTransformer
 
     files, _ = exported

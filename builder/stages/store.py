@@ -34,7 +34,7 @@ def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: byte
 
 # A `.gz` copy is written only where it saves at least this share of the bytes: a zip (Pyodide's stdlib
 # saves 1.7%) would cost the visitor a decompression for nothing. The query encoder saves 38%
-# (23.02 -> 14.73 MB, Huffman-only), 3.5 s at 20 Mbit/s against a fraction of a second of gunzip.
+# (23.02 -> 14.33 MB, Huffman-only), 3.5 s at 20 Mbit/s against a fraction of a second of gunzip.
 GZIP_MIN_SAVING = 0.05
 GZIP_SUFFIX = ".gz"
 
@@ -61,7 +61,7 @@ def with_gzip(site_dir: Path, artifact: Artifact) -> list[Artifact]:
 def huffman_only_gzip(data: bytes) -> bytes:
     """A gzip stream of literals only (zlib's Z_HUFFMAN_ONLY, level 6, zero mtime): deterministic, and
     read by any gunzip. On the query encoder's coarse int8 codes deflate's 3-byte matches cost more than
-    the literals they replace: 14.73 MB against 15.51 MB with the default strategy."""
+    the literals they replace: 14.33 MB against 15.11 MB with the default strategy."""
     packer = zlib.compressobj(6, zlib.DEFLATED, 31, 8, zlib.Z_HUFFMAN_ONLY)
     return packer.compress(data) + packer.flush()
 
