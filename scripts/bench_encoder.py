@@ -6,7 +6,7 @@ Three query encoders: fp32 sentence-transformers (the model itself), the previou
 everywhere, absmax steps: `export_query_encoder(..., coarse_steps=False)`) and the export this checkout ships
 (builder/stages/encoder.py). For each ONNX encoder it reports bytes (raw, gzip -9, what a host that
 compresses sends, and the site's .gz copy), and the cosine of its query vectors to fp32 (min and mean) per
-query set: the dev questions, tests/data/questions-extra.jsonl and a seeded sample of the queries of
+query set: the dev questions, the extra, tune and report questions (tests/data) and a seeded sample of the queries of
 each BEIR set under ../shared (SciFact, NFCorpus, ArguAna). Retrieval is dense only, on the site's own
 vectors and search core (readingroom_core, as the browser runs it): page-level nDCG@10, recall@10 and
 MRR per question set, with the ratio of each ONNX encoder to fp32 and of the new encoder to int8. Query vectors are computed as the CLI computes them (OnnxQueryEncoder: the stdlib tokenizer, one
@@ -38,7 +38,12 @@ from builder.stages.store import huffman_only_gzip  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
 from readingroom_core.engine import SearchOptions, embedding_text  # noqa: E402
 
-EXTRA_QUESTIONS = REPO_ROOT / "tests" / "data" / "questions-extra.jsonl"
+QUESTION_SETS = {  # every question set with gold pages: the encoder's floor holds on all of them
+    "dev": DEV_QUESTIONS,
+    "extra": REPO_ROOT / "tests" / "data" / "questions-extra.jsonl",
+    "tune": REPO_ROOT / "tests" / "data" / "questions-tune.jsonl",
+    "report": REPO_ROOT / "tests" / "data" / "questions-report.jsonl",
+}
 BEIR_SETS = ("scifact", "nfcorpus", "arguana")
 SEED = 20261123
 DEPTH = 20
@@ -47,10 +52,7 @@ METRICS = ("ndcg@10", "recall@10", "mrr")
 
 def query_sets(beir_sample: int) -> dict[str, list[str]]:
     """Every query set the encoder is held to, as the text the encoder reads."""
-    sets = {
-        "dev": [q.query for q in load_questions(DEV_QUESTIONS)],
-        "extra": [q.query for q in load_questions(EXTRA_QUESTIONS)],
-    }
+    sets = {name: [q.query for q in load_questions(path)] for name, path in QUESTION_SETS.items()}
     for name in BEIR_SETS:
         path = SHARED / f"beir-{name}" / "queries.jsonl"
         if not path.exists():
@@ -127,7 +129,7 @@ def main() -> None:
                 "mean": round(float(cosines.mean()), 5),
             }
 
-    for name, path in (("dev", DEV_QUESTIONS), ("extra", EXTRA_QUESTIONS)):
+    for name, path in QUESTION_SETS.items():
         questions = load_questions(path)
         texts = [embedding_text(q.query) for q in questions]
         scores = {"fp32": dense_scores(site, fp32(texts), questions)}
