@@ -19,14 +19,16 @@ from onnx import helper, numpy_helper
 
 from builder.stages.encoder import (
     DEQUANTIZE_AT_LOAD,
-    TABLE_BLOCK,
+    MATRIX_STEPS,
+    TOKEN_TABLE_STEP,
     OnnxQueryEncoder,
     export_query_encoder,
+    int8_per_slice,
+    matrix_step,
     quantize_weights,
-    uint4_blocks,
-    uint4_tensor,
 )
 from builder.stages.runtime import WASM_DIR
+from builder.stages.store import huffman_only_gzip
 
 ORT_WEB = WASM_DIR / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min.mjs"
 EMBED_SCRIPT = WASM_DIR / "node" / "embed_queries.mjs"
@@ -36,8 +38,8 @@ TECH_WORDS = (
     "tokenizer", "benchmark", "perplexity", "contrastive", "sparse", "reranking", "diffusion",
 )
 
-MIN_COSINE = 0.99
-MIN_MEAN_COSINE = 0.995
+MIN_COSINE = 0.99  # issue 15's floor; measured 0.9922 (240 mirror queries) and 0.9955 (70 varied) at 14.33 MB
+MIN_MEAN_COSINE = 0.996  # measured 0.9973 and 0.9976
 QUERY_TEMPLATES = (
     "What is {a}?",
     "How does {a} compare to {b}?",
@@ -135,95 +137,100 @@ def test_config_describes_the_graph(exported):
                      if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 2]
     assert not float_weights  # every weight matrix ships quantised
     kinds = {t.name: (t.data_type, tuple(t.dims)) for t in model.graph.initializer}
-    # 6 layers x 6 matrices in int8, and the position and token-type tables
-    assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 2
+    # 6 layers x 6 matrices, the word-piece table and the position and token-type tables, all int8
+    assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 3
     table = "transformer.embeddings.word_embeddings.weight"
-    assert kinds[f"{table}_uint4"] == (onnx.TensorProto.UINT4, (30522, 384))
-    assert kinds[f"{table}_zero"] == (onnx.TensorProto.UINT4, (30522, 384 // TABLE_BLOCK))
-    assert kinds[f"{table}_scale16"] == (onnx.TensorProto.FLOAT16, (30522, 384 // TABLE_BLOCK))
-    assert [(o.domain, o.version) for o in model.opset_import] == [("", 21)]
-    assert files.onnx.stat().st_size < 19_000_000  # int8 everywhere was 23.0 MB
+    assert kinds[f"{table}_int8"] == (onnx.TensorProto.INT8, (30522, 384))
+    assert kinds[f"{table}_scale"] == (onnx.TensorProto.FLOAT, (30522,))
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
+    coarse = [matrix_step(node.name) for node in model.graph.node if node.op_type == "MatMul"]
+    assert sum(step is not None for step in coarse) == 6 * 6  # every BERT matrix found in MATRIX_STEPS
+    packed = huffman_only_gzip(files.onnx.read_bytes())
+    print(f"\nquery encoder {files.onnx.stat().st_size / 1e6:.2f} MB, {len(packed) / 1e6:.2f} MB as .gz")
+    assert len(packed) < 15_000_000  # absmax int8 matrices with a 4-bit word-piece table: 16.39 MB
 
 
-def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float():
-    """The token table (gathered by a graph input) gets 4-bit blocks, other tables and MatMuls int8."""
-    import onnxruntime
-
-    rng = np.random.default_rng(0)
-    weights = {"table": rng.normal(size=(50, 64)), "positions": rng.normal(size=(4, 64)),
-               "shared": rng.normal(size=(64, 64)) / 8, "weight": rng.normal(size=(64, 4))}
+def tiny_model(weights: dict[str, np.ndarray], nodes: list, out_width: int) -> onnx.ModelProto:
     graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "ids"], ["rows"]),
-         helper.make_node("Gather", ["positions", "slots"], ["where"]),
-         helper.make_node("Add", ["rows", "where"], ["summed"]),
-         helper.make_node("MatMul", ["summed", "shared"], ["a"]),
-         helper.make_node("MatMul", ["a", "shared"], ["b"]),
-         helper.make_node("MatMul", ["b", "weight"], ["out"])],
+        nodes,
         "tiny",
         [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None, None])],
-        [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [None, None, 4])],
+        [helper.make_tensor_value_info(nodes[-1].output[0], onnx.TensorProto.FLOAT, [None, None, out_width])],
         [*(numpy_helper.from_array(value.astype(np.float32), name) for name, value in weights.items()),
          numpy_helper.from_array(np.array([[0, 1, 2, 3]], dtype=np.int64), "slots")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
-    def run(m):
-        options = onnxruntime.SessionOptions()
-        options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
-        session = onnxruntime.InferenceSession(
-            m.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-        return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
 
-    expected = run(model)
+def run_tiny(model: onnx.ModelProto) -> np.ndarray:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
+
+
+def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float():
+    """The word-piece table (gathered by a graph input) takes std steps per row, a BERT matrix its
+    MATRIX_STEPS step, an unknown matrix and the position table absmax steps; a shared weight stays float."""
+    rng = np.random.default_rng(0)
+    weights = {"table": rng.normal(size=(50, 64)), "positions": rng.normal(size=(4, 64)),
+               "shared": rng.normal(size=(64, 64)) / 8, "value": rng.standard_t(df=3, size=(64, 64)) / 8,
+               "weight": rng.normal(size=(64, 4))}
+    model = tiny_model(weights, [
+        helper.make_node("Gather", ["table", "ids"], ["rows"]),
+        helper.make_node("Gather", ["positions", "slots"], ["where"]),
+        helper.make_node("Add", ["rows", "where"], ["summed"]),
+        helper.make_node("MatMul", ["summed", "shared"], ["a"]),
+        helper.make_node("MatMul", ["a", "shared"], ["b"]),
+        helper.make_node("MatMul", ["b", "value"], ["c"], name="/transformer/encoder/layer.5/attention/self/value/MatMul"),
+        helper.make_node("MatMul", ["c", "weight"], ["out"]),
+    ], 4)
+    expected = run_tiny(model)
     quantize_weights(model)
     onnx.checker.check_model(model)
-    kinds = {t.name: t.data_type for t in model.graph.initializer}
-    assert kinds["table_uint4"] == onnx.TensorProto.UINT4 and kinds["table_scale16"] == onnx.TensorProto.FLOAT16
-    assert kinds["positions_int8"] == kinds["weight_int8"] == onnx.TensorProto.INT8
-    assert kinds["shared"] == onnx.TensorProto.FLOAT
-    assert not {"table", "positions", "weight"} & set(kinds)
-    got = run(model)
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert {arrays[f"{name}_int8"].dtype for name in ("table", "positions", "value", "weight")} == {np.dtype(np.int8)}
+    assert arrays["shared"].dtype == np.float32
+    assert not {"table", "positions", "value", "weight"} & set(arrays)
+    for name, axis, step in (("table", 0, TOKEN_TABLE_STEP), ("positions", 0, None),
+                             ("value", 1, MATRIX_STEPS["value"][5]), ("weight", 1, None)):
+        values = weights[name].astype(np.float32)
+        wanted = np.abs(values).max(axis=1 - axis) / 127
+        if step is not None:
+            wanted = np.maximum(wanted, values.std(axis=1 - axis) * step)
+        assert np.allclose(arrays[f"{name}_scale"], wanted, rtol=1e-6), name
+    assert np.abs(arrays["table_int8"]).max() < 127 / 2  # std steps: codes use a narrow range
+    got = run_tiny(model)
     assert np.abs(got - expected).max() <= 0.1 * np.abs(expected).max()
 
-    # the gathered rows are exactly what the codes say, (code - zero) * scale, once folded at load
-    rows_model = helper.make_model(
-        helper.make_graph(
-            [helper.make_node("Gather", ["table", "ids"], ["rows"])], "rows",
-            [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None, None])],
-            [helper.make_tensor_value_info("rows", onnx.TensorProto.FLOAT, [None, None, 64])],
-            [numpy_helper.from_array(weights["table"].astype(np.float32), "table")],
-        ),
-        opset_imports=[helper.make_opsetid("", 17)], ir_version=8,
-    )
+    # the gathered rows are exactly what the codes say, code * scale, once folded at load
+    rows_model = tiny_model({"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64)
     quantize_weights(rows_model)
-    codes, scales, zeros = uint4_blocks(weights["table"].astype(np.float32))
-    wanted = (codes.astype(np.float32) - np.repeat(zeros, TABLE_BLOCK, axis=1)) * np.repeat(
-        scales.astype(np.float32), TABLE_BLOCK, axis=1
-    )
-    assert np.array_equal(run(rows_model)[0], wanted[[3, 0, 49, 3]])
+    codes, scales = int8_per_slice(weights["table"], 0, TOKEN_TABLE_STEP)
+    wanted = codes.astype(np.float32) * scales[:, None]
+    assert np.array_equal(run_tiny(rows_model)[0], wanted[[3, 0, 49, 3]])
+    # the previous format: absmax steps everywhere, the table gathered as int8 rows
+    int8_model = tiny_model({"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64)
+    quantize_weights(int8_model, coarse_steps=False)
+    codes, scales = int8_per_slice(weights["table"], 0)
+    assert np.array_equal(run_tiny(int8_model)[0], (codes.astype(np.float32) * scales[:, None])[[3, 0, 49, 3]])
 
 
-def test_uint4_blocks_pick_the_clip_with_least_error():
+def test_int8_steps_follow_the_std_and_never_clip():
     rng = np.random.default_rng(1)
-    table = rng.standard_t(df=3, size=(200, 64)).astype(np.float32)  # heavy tails: clipping pays
-    table[7] = 0.0
-    codes, scales, zeros = uint4_blocks(table)
-    assert codes.dtype == np.uint8 and codes.max() <= 15 and zeros.max() <= 15
-    assert scales.shape == zeros.shape == (200, 64 // TABLE_BLOCK) and scales.dtype == np.float16
-    dequantized = (codes.astype(np.float32) - np.repeat(zeros, TABLE_BLOCK, axis=1)) * np.repeat(
-        scales.astype(np.float32), TABLE_BLOCK, axis=1
-    )
-    assert np.all(dequantized[7] == 0.0)
-    # against the plain asymmetric 4-bit of each block's whole range (what ratio 1.0 alone would give)
-    blocks = table.reshape(200, -1, TABLE_BLOCK).astype(np.float64)
-    low, high = np.minimum(blocks.min(2), 0)[..., None], np.maximum(blocks.max(2), 0)[..., None]
-    step = np.where(high > low, (high - low) / 15, 1.0)
-    zero = np.round(-low / step)
-    plain = (np.clip(np.round(blocks / step) + zero, 0, 15) - zero) * step
-    assert ((dequantized - table) ** 2).sum() < 0.97 * ((plain.reshape(200, 64) - table) ** 2).sum()
-    odd = codes[:3, :5]  # 15 codes: the last byte holds one
-    assert np.array_equal(numpy_helper.to_array(uint4_tensor("codes", odd)).astype(np.uint8), odd)
+    matrix = rng.standard_t(df=3, size=(96, 40)).astype(np.float32)  # heavy tails: some values are far out
+    matrix[:, 7] = 0.0
+    codes, scales = int8_per_slice(matrix, 1, 0.05)
+    assert scales.shape == (40,) and scales[7] == 1.0 and not codes[:, 7].any()
+    assert np.all(scales >= np.abs(matrix).max(axis=0) / 127 * (1 - 1e-6))  # no value clipped
+    assert np.all(np.abs(codes.astype(np.float32) * scales - matrix) <= scales / 2 * (1 + 1e-5))
+    coarse = matrix.std(axis=0) * 0.5 > np.abs(matrix).max(axis=0) / 127
+    assert coarse.any() and np.allclose(int8_per_slice(matrix, 1, 0.5)[1][coarse], matrix.std(axis=0)[coarse] * 0.5)
+    assert matrix_step("/transformer/encoder/layer.4/intermediate/dense/MatMul") == MATRIX_STEPS["intermediate"][4]
+    assert matrix_step("/transformer/encoder/layer.9/intermediate/dense/MatMul") is None  # a deeper model
+    assert matrix_step("/transformer/pooler/dense/MatMul") is None
 
 
 def test_export_is_deterministic(exported, model_dir, tmp_path):

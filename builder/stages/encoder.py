@@ -7,6 +7,7 @@ Mean pooling and L2 normalisation are inside the graph, so the browser feeds `in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import unicodedata
@@ -18,27 +19,52 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper, version_converter
+from onnx import TensorProto, helper, numpy_helper
 
 from readingroom_core.tokenizer import CHAR_CLASSES_FORMAT, WordPieceTokenizer
 
 CONFIG_FORMAT = "readingroom-query-encoder/1"
 ONNX_OPSET = 17
-UINT4_OPSET = 21
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
-TABLE_BLOCK = 32
-UINT4_MAX = 15
-CLIP_RATIOS = tuple(1.0 - 0.02 * step for step in range(21))  # 1.0 down to 0.6
-QUANTIZATION = {
-    "weights": "MatMul: int8 symmetric per output channel; position and token-type tables: int8 per row; "
-    "word-piece table: 4-bit asymmetric, blocks of 32 values per row (fp16 scale, 4-bit zero point, "
-    "least-squares clipping), dequantised at load",
-    "activations": "float32",
-}
-INT8_QUANTIZATION = {  # the previous format, kept for comparison (token_table_bits=8)
+INT8_QUANTIZATION = {  # the format before coarse steps, kept for comparison (coarse_steps=False)
     "weights": "int8 symmetric, per output channel (MatMul) / per row (embeddings)",
     "activations": "float32",
+}
+
+# Step of each MatMul's int8 codes, in units of its output channel's std, by role and layer (0-5) of
+# all-MiniLM-L6-v2's BERT. Measured by scripts/measure_encoder_steps.py (D=0.0008): each matrix alone,
+# rounded at std/4, costs a mean 1 - cosine d over 320 titles and abstract sentences of the arXiv mirror
+# (no evaluation question); k = sqrt(D * n / (N * 16 * d)) gives every weight the same share of the
+# damage. Query and key hardly matter; value and the FFN matrices of the last layers matter most.
+# A step never goes below absmax / 127, so no weight is clipped. Other models' matrices get absmax int8.
+MATRIX_STEPS = {
+    "query": (0.118, 0.106, 0.117, 0.112, 0.093, 0.084),
+    "key": (0.152, 0.106, 0.115, 0.088, 0.089, 0.054),
+    "value": (0.083, 0.042, 0.031, 0.025, 0.020, 0.015),
+    "attention_output": (0.075, 0.083, 0.078, 0.066, 0.049, 0.020),
+    "intermediate": (0.055, 0.058, 0.060, 0.050, 0.033, 0.046),
+    "output": (0.069, 0.086, 0.086, 0.079, 0.056, 0.048),
+}
+TOKEN_TABLE_STEP = 0.3  # in units of the row's std; 0.4 saves 0.6 MB more but gave min cosine 0.987
+QUANTIZATION = {
+    "weights": "MatMul: int8 per output channel, step k x the channel's std (k per matrix role and layer, "
+    "MATRIX_STEPS); word-piece table: int8 per row, step 0.3 x the row's std; position and token-type "
+    "tables: int8 per row; dequantised at load",
+    "activations": "float32",
+    "steps": {"matrices": MATRIX_STEPS, "word_pieces": TOKEN_TABLE_STEP},  # part of the build cache's key
+}
+_MATRIX_NAME = re.compile(
+    r"/encoder/layer\.(\d+)/(attention/self/query|attention/self/key|attention/self/value|"
+    r"attention/output/dense|intermediate/dense|output/dense)/MatMul$"
+)
+_ROLES = {
+    "attention/self/query": "query",
+    "attention/self/key": "key",
+    "attention/self/value": "value",
+    "attention/output/dense": "attention_output",
+    "intermediate/dense": "intermediate",
+    "output/dense": "output",
 }
 
 # Fold each DequantizeLinear into a float weight once, at session start. Without this, native onnxruntime
@@ -60,11 +86,11 @@ class EncoderFiles:
     config: Path
 
 
-def export_query_encoder(model_dir: Path, out_dir: Path, token_table_bits: int = 4) -> EncoderFiles:
+def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = True) -> EncoderFiles:
     """Write the quantised encoder, vocab, char classes and config.json into `out_dir`.
 
-    Deterministic: exporting the same model twice gives byte-identical files. `token_table_bits=8` gives
-    the previous format (int8 everywhere), which scripts/bench_encoder.py compares against.
+    Deterministic: exporting the same model twice gives byte-identical files. `coarse_steps=False` gives
+    the previous int8 format (absmax steps everywhere), which scripts/bench_encoder.py compares against.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     pooling = _read_pooling(model_dir)
@@ -78,7 +104,7 @@ def export_query_encoder(model_dir: Path, out_dir: Path, token_table_bits: int =
     with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
         fp32 = Path(scratch) / "fp32.onnx"
         dims, _ = _export_fp32(model_dir, fp32)
-        _quantize_weights(fp32, files.onnx, token_table_bits)
+        _quantize_weights(fp32, files.onnx, coarse_steps)
     files.vocab.write_bytes((model_dir / "vocab.txt").read_bytes())
     _write_json(files.char_classes, build_char_classes(model_dir / "tokenizer.json"))
     _write_json(
@@ -95,7 +121,7 @@ def export_query_encoder(model_dir: Path, out_dir: Path, token_table_bits: int =
             "max_length": pooling["max_length"],
             "pooling": "mean over attention_mask, inside the graph",
             "normalize": "L2, inside the graph: the output rows are unit vectors",
-            "quantization": QUANTIZATION if token_table_bits == 4 else INT8_QUANTIZATION,
+            "quantization": QUANTIZATION if coarse_steps else INT8_QUANTIZATION,
         },
     )
     return files
@@ -217,87 +243,76 @@ def _export_fp32(model_dir: Path, onnx_path: Path, attention: str | None = None)
     return int(transformer.config.hidden_size), encoder
 
 
-def _quantize_weights(fp32: Path, out: Path, token_table_bits: int) -> None:
+def _quantize_weights(fp32: Path, out: Path, coarse_steps: bool) -> None:
     model = onnx.load(str(fp32))
-    quantize_weights(model, token_table_bits)
+    quantize_weights(model, coarse_steps)
     onnx.checker.check_model(model)
     onnx.save(model, str(out))
 
 
-def quantize_weights(model: onnx.ModelProto, token_table_bits: int = 4) -> None:
-    """Weight-only quantisation in place: int8 per output channel for MatMul weights, int8 per row for the
-    tables every token adds (positions, token types), 4-bit blocks for the word-piece table, the one a
-    graph input indexes (see `_dequantize_uint4_table`).
+def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> None:
+    """Weight-only int8 in place: per output channel for MatMul weights, per row for tables.
 
-    Why this split (measured against fp32 sentence-transformers over ~1,200 queries: dev, extra, BEIR
-    samples, generated; scripts/bench_encoder.py): the word-piece table is half the weights, int8 bytes do
-    not compress (gzip keeps 91%), and the table alone at 4 bits costs little (min cosine 0.995). The
-    matrices do not take 4 bits: blocks of 32 with zero points and clipping gave mean 0.976 (min 0.93),
-    GPTQ-calibrated 0.984 (min 0.94); coarser int8 steps for gzip to squeeze reached mean 0.994 (min 0.98)
-    at 15 MB. The tables every token adds stay int8: at 4 bits their error lands on every token (min 0.984).
+    Why coarse steps (measured against fp32 sentence-transformers over 1,130 queries, experiments branch
+    `encoder-experiments`, experiments/encoder-frontier/RESULTS.md): int8 codes with absmax steps do not
+    compress (gzip keeps 91%), but codes on a step proportional to each channel's std are mostly small
+    numbers, which deflate to near their entropy. Matrices differ 60x in how much their rounding moves the
+    output, so each gets its own step (MATRIX_STEPS); the word-piece table, half the weights, takes
+    0.3 std per row (5.6 MB deflated against 6.8 MB for 4-bit blocks). The whole file: 14.33 MB as .gz
+    (was 16.39) at min cosine 0.9936 to fp32 over bench_encoder's 960 queries (was 0.9959). The tables every
+    token adds (positions, token types) keep absmax steps: their error lands on every token.
     Not onnxruntime's quantize_dynamic: it also quantises activations, per tensor, which costs too much on
     this model (per-channel QUInt8: min cosine 0.97 over 290 queries, weight-only: 0.997). Only standard
-    ops are added (the 4-bit table moves the graph to opset 21), so ONNX Runtime Web runs the file. A
-    weight used by several nodes stays float (its consumers expect it under its own name).
+    opset-17 ops are added, so ONNX Runtime Web runs the file. A weight used by several nodes stays float
+    (its consumers expect it under its own name).
     """
-    if token_table_bits not in (4, 8):
-        raise ValueError(f"token_table_bits is {token_table_bits}; the export writes 4 or 8")
-    if token_table_bits == 4:  # UINT4 and blocked DequantizeLinear need opset 21 (IR version 10)
-        model.CopyFrom(version_converter.convert_version(model, UINT4_OPSET))
-        model.ir_version = max(model.ir_version, 10)
     graph = model.graph
-    token_inputs = {value.name for value in graph.input} if token_table_bits == 4 else set()
+    token_inputs = {value.name for value in graph.input} if coarse_steps else set()
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     uses = Counter(name for node in graph.node for name in node.input)
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:
-        weight = _float_matrix_weight(node, initializers, uses, token_inputs)
+        weight = _float_matrix_weight(node, initializers, uses)
         if weight is None:
             nodes.append(node)
             continue
         tensor = initializers[weight]
         graph.initializer.remove(tensor)
-        if node.op_type == "MatMul" or node.input[1] not in token_inputs:
-            axis = 1 if node.op_type == "MatMul" else 0
-            quantized, scales = _int8_per_slice(numpy_helper.to_array(tensor), axis)
-            graph.initializer.extend(
-                [
-                    numpy_helper.from_array(quantized, f"{weight}_int8"),
-                    numpy_helper.from_array(scales, f"{weight}_scale"),
-                ]
-            )
-            if node.op_type == "MatMul":
-                nodes += [
-                    helper.make_node(
-                        "DequantizeLinear",
-                        [f"{weight}_int8", f"{weight}_scale"],
-                        [weight],
-                        name=f"{weight}_dequantize",
-                        axis=1,
-                    ),
-                    node,
-                ]
-            else:
-                nodes += _gather_int8_rows(node)
+        if node.op_type == "MatMul":
+            step_in_std = matrix_step(node.name) if coarse_steps else None
+            axis = 1
+        elif node.input[1] in token_inputs:
+            step_in_std, axis = TOKEN_TABLE_STEP, 0
         else:
-            codes, scales, zeros = uint4_blocks(numpy_helper.to_array(tensor))
-            graph.initializer.extend(
-                [
-                    uint4_tensor(f"{weight}_uint4", codes),
-                    numpy_helper.from_array(scales, f"{weight}_scale16"),
-                    uint4_tensor(f"{weight}_zero", zeros),
-                ]
-            )
-            nodes += [*_dequantize_uint4_table(weight), node]
+            step_in_std, axis = None, 0
+        quantized, scales = int8_per_slice(numpy_helper.to_array(tensor), axis, step_in_std)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(quantized, f"{weight}_int8"),
+                numpy_helper.from_array(scales, f"{weight}_scale"),
+            ]
+        )
+        if node.op_type == "Gather" and step_in_std is None:
+            nodes += _gather_int8_rows(node)
+        else:
+            nodes += [_dequantize(weight, axis), node]
     if any(_LAST_AXIS in node.input for node in nodes):
         graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), _LAST_AXIS))
     del graph.node[:]
     graph.node.extend(nodes)
 
 
-def _float_matrix_weight(
-    node: onnx.NodeProto, initializers: dict, uses: Counter, token_inputs: set[str]
-) -> str | None:
+def matrix_step(node_name: str) -> float | None:
+    """This MatMul's step in channel stds from MATRIX_STEPS; None (absmax) for a matrix it does not know."""
+    found = _MATRIX_NAME.search(node_name)
+    if found is None:
+        return None
+    layers = MATRIX_STEPS[_ROLES[found.group(2)]]
+    layer = int(found.group(1))
+    return layers[layer] if layer < len(layers) else None
+
+
+def _float_matrix_weight(node: onnx.NodeProto, initializers: dict, uses: Counter) -> str | None:
     """The weight this node reads, when it is a float matrix (MatMul B, Gather table) used only here."""
     if node.op_type == "MatMul":
         weight = node.input[1]
@@ -308,54 +323,22 @@ def _float_matrix_weight(
     tensor = initializers.get(weight)
     if tensor is None or len(tensor.dims) != 2 or tensor.data_type != TensorProto.FLOAT or uses[weight] != 1:
         return None
-    if node.op_type == "Gather" and node.input[1] in token_inputs and tensor.dims[1] % TABLE_BLOCK:
-        raise ValueError(
-            f"embedding table {weight} has rows of {tensor.dims[1]} values, not a multiple of the "
-            f"{TABLE_BLOCK}-value blocks the 4-bit format quantises"
-        )
     return weight
 
 
-def _int8_per_slice(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 with one scale per slice along `axis` (all-zero slices get scale 1)."""
+def int8_per_slice(
+    values: np.ndarray, axis: int, step_in_std: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 with one scale per slice along `axis`: absmax / 127, or `step_in_std` times the
+    slice's std where that is coarser (so no value is ever clipped). All-zero slices get scale 1."""
     values = values.astype(np.float32)
     scales = np.abs(values).max(axis=1 - axis) / 127.0
+    if step_in_std is not None:
+        scales = np.maximum(scales, values.std(axis=1 - axis) * step_in_std)
     scales[scales == 0] = 1.0
     scales = scales.astype(np.float32)
     broadcast = scales.reshape((1, -1) if axis == 1 else (-1, 1))
     return np.clip(np.round(values / broadcast), -127, 127).astype(np.int8), scales
-
-
-def uint4_blocks(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Asymmetric 4-bit codes for each row in blocks of TABLE_BLOCK values: (codes, fp16 scales, zero points).
-
-    A value is `(code - zero) * scale`. Each block's range [min, max] (widened to hold 0) is shrunk by the
-    clip ratio, of CLIP_RATIOS, whose codes have the least squared error: a few large values then cost
-    little precision to the rest. Scales are rounded to fp16 before the codes are chosen, so the stored
-    scale is the one they were chosen for.
-    """
-    rows, width = table.shape
-    blocks = table.astype(np.float64).reshape(rows, width // TABLE_BLOCK, TABLE_BLOCK)
-    low = np.minimum(blocks.min(axis=2), 0.0)
-    high = np.maximum(blocks.max(axis=2), 0.0)
-    best_error = np.full(low.shape, np.inf)
-    scales, zeros = np.ones(low.shape), np.zeros(low.shape)
-    for ratio in CLIP_RATIOS:
-        scale = (high - low) * ratio / UINT4_MAX
-        scale[scale == 0] = 1.0
-        scale = scale.astype(np.float16).astype(np.float64)
-        zero = np.clip(np.round(-low * ratio / scale), 0, UINT4_MAX)
-        codes = _uint4_codes(blocks, scale, zero)
-        error = (((codes - zero[..., None]) * scale[..., None] - blocks) ** 2).sum(axis=2)
-        better = error < best_error
-        scales, zeros = np.where(better, scale, scales), np.where(better, zero, zeros)
-        best_error = np.minimum(error, best_error)
-    codes = _uint4_codes(blocks, scales, zeros).reshape(rows, width)
-    return codes, scales.astype(np.float16), zeros.astype(np.uint8)
-
-
-def _uint4_codes(blocks: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(blocks / scale[..., None]) + zero[..., None], 0, UINT4_MAX).astype(np.uint8)
 
 
 def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
@@ -376,37 +359,20 @@ def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
     ]
 
 
-def uint4_tensor(name: str, codes: np.ndarray) -> onnx.TensorProto:
-    """A UINT4 initializer: two codes a byte, the first in the low nibble (the ONNX layout)."""
-    flat = codes.reshape(-1).astype(np.uint8)
-    if flat.size % 2:
-        flat = np.append(flat, np.uint8(0))
-    packed = flat[0::2] | (flat[1::2] << 4)
-    return helper.make_tensor(name, TensorProto.UINT4, codes.shape, packed.tobytes(), raw=True)
+def _dequantize(weight: str, axis: int) -> onnx.NodeProto:
+    """The float weight from its int8 codes, one scale per slice along `axis`, folded once at load.
 
-
-def _dequantize_uint4_table(table: str) -> list[onnx.NodeProto]:
-    """The float table from its 4-bit codes: blocked DequantizeLinear (opset 21), folded once at load.
-
-    With DEQUANTIZE_AT_LOAD the session replaces these constant nodes by the float table, so each query
-    runs one plain Gather (gathering packed rows and unpacking them per query cost ~15 small ops, 4x the
-    int8 rows' time in ONNX Runtime Web); the price is the float table in memory after load (47 MB, as
-    the MatMul weights already are). The scales are cast to float32 first: every dequantised value,
-    (code - zero) * scale, is then exact, the same in onnxruntime and ONNX Runtime Web.
+    With DEQUANTIZE_AT_LOAD the session replaces this constant node by the float weight, so a query runs
+    plain MatMuls and one plain Gather for the word-piece table (gathering int8 rows and scaling them per
+    query would cost a few small ops a query); the price is the float weights in memory after load.
     """
-    return [
-        helper.make_node(
-            "Cast", [f"{table}_scale16"], [f"{table}_scale"], name=f"{table}_scale_cast", to=TensorProto.FLOAT
-        ),
-        helper.make_node(
-            "DequantizeLinear",
-            [f"{table}_uint4", f"{table}_scale", f"{table}_zero"],
-            [table],
-            name=f"{table}_dequantize",
-            axis=1,
-            block_size=TABLE_BLOCK,
-        ),
-    ]
+    return helper.make_node(
+        "DequantizeLinear",
+        [f"{weight}_int8", f"{weight}_scale"],
+        [weight],
+        name=f"{weight}_dequantize",
+        axis=axis,
+    )
 
 
 def _write_json(path: Path, data: dict) -> None:
