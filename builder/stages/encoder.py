@@ -259,7 +259,7 @@ def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> None:
     numbers, which deflate to near their entropy. Matrices differ 60x in how much their rounding moves the
     output, so each gets its own step (MATRIX_STEPS); the word-piece table, half the weights, takes
     0.3 std per row (5.6 MB deflated against 6.8 MB for 4-bit blocks). The whole file: 14.33 MB as .gz
-    (was 16.39) at min cosine 0.9936 to fp32 over bench_encoder's 960 queries (was 0.9959). The tables every
+    (was 16.39) at min cosine 0.9936 to fp32 over bench_encoder's 1,060 queries (was 0.9959). The tables every
     token adds (positions, token types) keep absmax steps: their error lands on every token.
     Not onnxruntime's quantize_dynamic: it also quantises activations, per tensor, which costs too much on
     this model (per-channel QUInt8: min cosine 0.97 over 290 queries, weight-only: 0.997). Only standard
