@@ -75,7 +75,9 @@ def bench(session: nox.Session) -> None:
     for name in ("extra", "tune", "report"):
         questions_file = f"tests/data/questions-{name}.jsonl"
         for view in ([], ["--paper-weight", "0", "--paper-openings", "0"]):  # with and without the paper view
-            session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, *view)
+            session.run(
+                "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, *view
+            )
     session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions)
     session.run("python", "scripts/bench_core.py", "--site", site)
     session.run("python", "scripts/bench_encoder.py", "--site", site)

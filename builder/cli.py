@@ -429,7 +429,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.questions}: no such questions file")
     site = open_folder(args.site)
     encoder = query_encoder(args.site, site.manifest)
-    summary = evaluate(site.engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args)))
+    summary = evaluate(
+        site.engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
+    )
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0
 

@@ -289,7 +289,10 @@ def embed_chunks(
             (
                 p.meta.arxiv_id,
                 [c.chunk_id for c in p.chunks] + ([embed.ABOUT_ID] if about else []),
-                [identity.document_prefix + text for text in [c.indexed_text for c in p.chunks] + ([about] if about else [])],
+                [
+                    identity.document_prefix + text
+                    for text in [c.indexed_text for c in p.chunks] + ([about] if about else [])
+                ],
             )
             for p, about in zip(papers, abouts, strict=True)
         ]

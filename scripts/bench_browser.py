@@ -226,7 +226,9 @@ def run(site: Path, questions: list[str], startup_only: bool = False) -> dict:
                 }
                 for name, mode in (("hybrid", "hybrid"), ("bm25", "bm25"), ("hybrid_again", "hybrid"))
             }
-            result["parity_with_cli"] = parity(site, questions, page.evaluate(TOP_CHUNK_IDS, [questions, PARITY_K]))
+            result["parity_with_cli"] = parity(
+                site, questions, page.evaluate(TOP_CHUNK_IDS, [questions, PARITY_K])
+            )
             page.goto(f"{url}?ask=")
             page.evaluate("window.readingRoom.semanticReady")
             page.evaluate(ASK_SOURCES, questions[:3])  # warm-up

@@ -191,7 +191,9 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     loaded = config.load_corpus(corpus)
     options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
     ingested = pipeline.ingest(loaded, options)
-    vectors = pipeline.embed_chunks(ingested.papers, loaded, options, ingested.report).chunks  # all from cache
+    vectors = pipeline.embed_chunks(
+        ingested.papers, loaded, options, ingested.report
+    ).chunks  # all from cache
     rows = chunk_rows(site, manifest)
     assert len(rows) == len(vectors)
     index = UsearchFile.from_bytes((site / manifest["files"]["vectors"]).read_bytes())

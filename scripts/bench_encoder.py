@@ -87,7 +87,9 @@ def ratio(a: float, b: float) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--site", type=Path, required=True, help="a built site (the whole mirror)")
     parser.add_argument("--beir-sample", type=int, default=300, help="queries per BEIR set")
     parser.add_argument("--work", type=Path, help="where to export the encoder (default: a temp folder)")

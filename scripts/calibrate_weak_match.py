@@ -19,12 +19,28 @@ from readingroom_core.browser import open_folder
 from readingroom_core.engine import WEAK_SIMILARITY, SearchOptions, embedding_text, weak_match
 
 NONSENSE = [
-    "zzqx", "qwxz vbnm", "asdfgh jkl", "blorptastic frumious", "xyzzy plugh", "fnord", "glorbnak", "zxcvbnm",
-    "lkjhgf poiuy", "wibble wobble", "brrzt kkqq", "ptang yang kipperbang", "quux garply waldo", "snarfle",
+    "zzqx",
+    "qwxz vbnm",
+    "asdfgh jkl",
+    "blorptastic frumious",
+    "xyzzy plugh",
+    "fnord",
+    "glorbnak",
+    "zxcvbnm",
+    "lkjhgf poiuy",
+    "wibble wobble",
+    "brrzt kkqq",
+    "ptang yang kipperbang",
+    "quux garply waldo",
+    "snarfle",
 ]
 OFF_TOPIC = [
-    "chocolate cake recipe", "best hiking trails in colorado", "how to repair a bicycle puncture",
-    "football world cup winners", "tomato plant watering schedule", "cheap flights to lisbon",
+    "chocolate cake recipe",
+    "best hiking trails in colorado",
+    "how to repair a bicycle puncture",
+    "football world cup winners",
+    "tomato plant watering schedule",
+    "cheap flights to lisbon",
 ]
 
 
@@ -39,12 +55,17 @@ def best(site, encoder, query: str) -> tuple[bool, float, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, required=True)
-    parser.add_argument("--questions", type=Path, nargs="*", default=[DEV_QUESTIONS, Path("tests/data/questions-extra.jsonl")])
+    parser.add_argument(
+        "--questions", type=Path, nargs="*", default=[DEV_QUESTIONS, Path("tests/data/questions-extra.jsonl")]
+    )
     args = parser.parse_args()
     site = open_folder(args.site)
     encoder = query_encoder(args.site, site.manifest)
     questions = [
-        json.loads(line)["query"] for path in args.questions for line in path.read_text().splitlines() if line.strip()
+        json.loads(line)["query"]
+        for path in args.questions
+        for line in path.read_text().splitlines()
+        if line.strip()
     ]
     groups = {"questions": questions, "nonsense": NONSENSE, "off-topic": OFF_TOPIC}
     print(f"floor {WEAK_SIMILARITY}")
@@ -53,8 +74,10 @@ def main() -> None:
         no_keyword = sorted(round(top, 3) for keyword, top, _ in rows if not keyword)
         weak = sum(w for _, _, w in rows)
         print(f"{name}: {len(rows)} queries, {weak} weak; best cosine where no word matched: {no_keyword}")
-        print(f"  best cosine, all: min {min(t for _, t, _ in rows):.3f} "
-              f"median {sorted(t for _, t, _ in rows)[len(rows) // 2]:.3f}")
+        print(
+            f"  best cosine, all: min {min(t for _, t, _ in rows):.3f} "
+            f"median {sorted(t for _, t, _ in rows)[len(rows) // 2]:.3f}"
+        )
 
 
 if __name__ == "__main__":

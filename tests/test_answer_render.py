@@ -47,13 +47,24 @@ def render(tmp_path_factory):
 
 def cite(text: str, raw: str, **fields) -> dict:
     start = text.index(raw)
-    return {"start": start, "end": start + len(raw), "arxiv_id": "1904.08375", "page": 2, "quote": "q", **fields}
+    return {
+        "start": start,
+        "end": start + len(raw),
+        "arxiv_id": "1904.08375",
+        "page": 2,
+        "quote": "q",
+        **fields,
+    }
 
 
 def test_raw_html_images_and_script_links_are_inert(render):
-    html, = render({"text": '<img src=x onerror="alert(1)"> <script>alert(2)</script>\n\n'
-                            "[a](javascript:alert(3)) [b](data:text/html,x) ![c](https://evil.example/t.png) "
-                            "[d](https://arxiv.org/abs/1904.08375)"})
+    (html,) = render(
+        {
+            "text": '<img src=x onerror="alert(1)"> <script>alert(2)</script>\n\n'
+            "[a](javascript:alert(3)) [b](data:text/html,x) ![c](https://evil.example/t.png) "
+            "[d](https://arxiv.org/abs/1904.08375)"
+        }
+    )
     assert "<img" not in html and "<script" not in html and "&lt;script&gt;" in html
     assert 'href="javascript' not in html and 'href="data' not in html
     assert 'src="' not in html
@@ -65,16 +76,32 @@ def test_citations_are_drawn_from_the_verdict_and_escaped(render):
     first = '[arXiv:1904.08375 p.2 "a <b>bold</b> quote"]'
     second = '[arXiv:2401.99999 p.3 "x"]'
     citations = [
-        cite(text, first, quote="a <b>bold</b> quote", verified=True, status="verified", reason="on p.2",
-             source=1, found_page=2),
-        cite(text, second, arxiv_id="2401.99999", page=3, quote="x", verified=False, status="invented",
-             reason="not one of the sources <i>"),
+        cite(
+            text,
+            first,
+            quote="a <b>bold</b> quote",
+            verified=True,
+            status="verified",
+            reason="on p.2",
+            source=1,
+            found_page=2,
+        ),
+        cite(
+            text,
+            second,
+            arxiv_id="2401.99999",
+            page=3,
+            quote="x",
+            verified=False,
+            status="invented",
+            reason="not one of the sources <i>",
+        ),
     ]
-    html, = render({"text": text, "citations": citations})
+    (html,) = render({"text": text, "citations": citations})
     assert '<a class="cite-source" href="#turn-1-s1"' in html
     assert 'href="https://arxiv.org/pdf/1904.08375#page=2"' in html
     assert "<b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html and "<i>" not in html
-    unverified = html[html.index('class="cite unverified'):]
+    unverified = html[html.index('class="cite unverified') :]
     assert "<a" not in unverified.split("</span>]</span>")[0]  # an unverified citation links nowhere
     assert "✗ not verified: not one of the sources &lt;i&gt;" in unverified
 
@@ -83,7 +110,7 @@ def test_the_model_cannot_forge_a_placeholder_and_code_keeps_citations_as_writte
     text = 'Forged \ue0000\ue001 here. In code: `[arXiv:1904.08375 p.2 "q q q"]` end.'
     raw = '[arXiv:1904.08375 p.2 "q q q"]'
     citations = [cite(text, raw, verified=True, status="verified", reason="ok", source=1)]
-    html, = render({"text": text, "citations": citations})
+    (html,) = render({"text": text, "citations": citations})
     assert html.count('class="cite') == 0  # the only real citation sits in code: shown as written
     escaped = raw.replace('"', "&quot;")
     assert f"<code>{escaped}</code>" in html
@@ -91,19 +118,21 @@ def test_the_model_cannot_forge_a_placeholder_and_code_keeps_citations_as_writte
 
 
 def test_table_alignment_becomes_a_class_not_a_style(render):
-    html, = render({"text": "| a | b |\n|:-:|--:|\n| 1 | 2 |\n"})
+    (html,) = render({"text": "| a | b |\n|:-:|--:|\n| 1 | 2 |\n"})
     assert "<table>" in html and "style=" not in html
     assert 'class="align-center"' in html and 'class="align-right"' in html
 
 
 def test_uncited_sentences_are_marked(render):
-    text = "A cited claim [arXiv:1904.08375 p.2 \"q q q\"]. An uncited claim about things."
+    text = 'A cited claim [arXiv:1904.08375 p.2 "q q q"]. An uncited claim about things.'
     raw = '[arXiv:1904.08375 p.2 "q q q"]'
     uncited_text = "An uncited claim about things."
     start = text.index(uncited_text)
-    html, = render({
-        "text": text,
-        "citations": [cite(text, raw, verified=True, status="verified", reason="ok", source=1)],
-        "uncited": [{"text": uncited_text, "start": start, "end": start + len(uncited_text)}],
-    })
+    (html,) = render(
+        {
+            "text": text,
+            "citations": [cite(text, raw, verified=True, status="verified", reason="ok", source=1)],
+            "uncited": [{"text": uncited_text, "start": start, "end": start + len(uncited_text)}],
+        }
+    )
     assert html.index("An uncited claim about things.") < html.index('class="uncited-mark"')

@@ -212,8 +212,13 @@ def test_fabricated_citations_are_flagged_and_hostile_markup_is_inert(asking, ll
     page = asking.page
     assert page.evaluate("window.__pwned") is None
     body = ".turn .answer-body"
-    assert page.locator(f"{body} img, {body} script, {body} [onerror], {body} style, {body} iframe").count() == 0
-    assert page.locator(f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#'])").count() == 0
+    assert (
+        page.locator(f"{body} img, {body} script, {body} [onerror], {body} style, {body} iframe").count() == 0
+    )
+    assert (
+        page.locator(f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#'])").count()
+        == 0
+    )
     assert "<script>" in turn["answer"]  # shown as text
 
 
@@ -326,7 +331,9 @@ def test_without_a_key_copy_the_prompt_and_check_a_pasted_answer(asking, llm):
     assert turn["sources"] and turn["answer"] == ""
     assert llm.requests == []  # no key: nothing sent anywhere
     asking.page.click(".turn .copy-prompt")
-    wait_for(asking.page, "() => document.querySelector('.turn .copy-prompt').textContent === 'Prompt copied'")
+    wait_for(
+        asking.page, "() => document.querySelector('.turn .copy-prompt').textContent === 'Prompt copied'"
+    )
     prompt = asking.page.evaluate("navigator.clipboard.readText()")
     assert QUESTION in prompt and f'cite="arXiv:{DOC2QUERY}' in prompt
     pasted = write_answer(prompt, "mixed")  # what a chat would answer, from the copied prompt alone

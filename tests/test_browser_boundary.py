@@ -124,7 +124,9 @@ def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(bu
     plain.load_semantic()
     vector = OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0]
     papers = site.engine.papers
-    paper_of = {doc: i for i, paper in enumerate(papers) for doc in range(paper["chunks"][0], sum(paper["chunks"]))}
+    paper_of = {
+        doc: i for i, paper in enumerate(papers) for doc in range(paper["chunks"][0], sum(paper["chunks"]))
+    }
     request = {"query": QUERY, "k": 10, "mode": "hybrid"}
     keyword_ranking = site.engine.prepare(QUERY, SearchOptions(k=10)).bm25
     reads.clear()
@@ -148,7 +150,9 @@ def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(bu
     other = {**request, "query": "renormalization group", "vector": vector}
     assert site.search(json.dumps(other)) == plain.search(json.dumps(other))
     rejected = {**request, "query": "year:soon attention"}
-    assert site.prepare(json.dumps(rejected)) == "[]" and "error" in json.loads(site.search(json.dumps(rejected)))
+    assert site.prepare(json.dumps(rejected)) == "[]" and "error" in json.loads(
+        site.search(json.dumps(rejected))
+    )
     assert site.prepare(json.dumps({**request, "query": "query expansion", "mode": "dense"})) == "[]"
 
 

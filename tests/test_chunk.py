@@ -207,12 +207,18 @@ def test_a_lone_heading_opens_the_passage_below_it_and_the_author_block_is_left_
     rng = random.Random(3)
     pages = [
         "Fast Inference via Things\n\nAnn Author * 1 Bob Writer * 1\n\nAbstract\n\n" + paragraph(rng, 3),
-        "2 Method\n\n2.1 Setup\n\n" + paragraph(rng, 4) + "\n\n6 Results\n\n6.1 Translation\n\n" + paragraph(rng, 3),
+        "2 Method\n\n2.1 Setup\n\n"
+        + paragraph(rng, 4)
+        + "\n\n6 Results\n\n6.1 Translation\n\n"
+        + paragraph(rng, 3),
         "Acknowledgments",
     ]
     paper = make_paper(
         pages,
-        [(t, t) for t in ("Abstract", "2 Method", "2.1 Setup", "6 Results", "6.1 Translation", "Acknowledgments")],
+        [
+            (t, t)
+            for t in ("Abstract", "2 Method", "2.1 Setup", "6 Results", "6.1 Translation", "Acknowledgments")
+        ],
     )
     chunks = chunk_paper(paper, "Fast Inference via Things", counter)
     assert all("\n" in c.text.strip() for c in chunks), [c.text for c in chunks if "\n" not in c.text]
@@ -234,4 +240,6 @@ def test_no_mirror_chunk_is_a_heading_alone(mirror_dir, counter):
         chunks = chunk_paper(parse_pdf(mirror_dir / "pdf" / f"{arxiv_id}.pdf", arxiv_id), title, counter)
         short = [c.text for c in chunks if "\n" not in c.text and len(c.text) < 60]
         assert short == [], (arxiv_id, short)
-        assert not any("Ashish Vaswani∗ Noam Shazeer" in c.text or "Yaniv Leviathan * 1 Matan" in c.text for c in chunks)
+        assert not any(
+            "Ashish Vaswani∗ Noam Shazeer" in c.text or "Yaniv Leviathan * 1 Matan" in c.text for c in chunks
+        )

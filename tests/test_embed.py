@@ -45,7 +45,9 @@ def test_the_engine_is_part_of_the_cache_key(model_dir):
     assert replace(identity, document_prefix="passage: ").cache_key != identity.cache_key
 
 
-def test_a_rebuild_with_nothing_new_never_starts_the_model(built_sites, tmp_path, generated_mirror, model_dir):
+def test_a_rebuild_with_nothing_new_never_starts_the_model(
+    built_sites, tmp_path, generated_mirror, model_dir
+):
     cache = tmp_path / "cache"
     shutil.copytree(built_sites.cache, cache)
     identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")

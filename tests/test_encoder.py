@@ -34,8 +34,20 @@ ORT_WEB = WASM_DIR / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min
 EMBED_SCRIPT = WASM_DIR / "node" / "embed_queries.mjs"
 EXTRA_QUESTIONS = Path(__file__).parent / "data" / "questions-extra.jsonl"
 TECH_WORDS = (
-    "attention", "retrieval", "quantization", "transformer", "embeddings", "distillation", "LoRA",
-    "tokenizer", "benchmark", "perplexity", "contrastive", "sparse", "reranking", "diffusion",
+    "attention",
+    "retrieval",
+    "quantization",
+    "transformer",
+    "embeddings",
+    "distillation",
+    "LoRA",
+    "tokenizer",
+    "benchmark",
+    "perplexity",
+    "contrastive",
+    "sparse",
+    "reranking",
+    "diffusion",
 )
 
 MIN_COSINE = 0.99  # issue 15's floor; measured 0.9922 (240 mirror queries) and 0.9955 (70 varied) at 14.33 MB
@@ -117,8 +129,10 @@ def test_quantized_encoder_matches_sentence_transformers(exported, model_dir, mi
     shipped = np.array(encoder.encode(queries))
     assert np.allclose(np.linalg.norm(shipped, axis=1), 1.0, atol=1e-5)
     cosines = np.sum(shipped * reference, axis=1)
-    print(f"\n{len(queries)} queries: cosine min {cosines.min():.4f} mean {cosines.mean():.4f}; "
-          f"onnx {files.onnx.stat().st_size / 1e6:.1f} MB; export {export_seconds:.0f} s")
+    print(
+        f"\n{len(queries)} queries: cosine min {cosines.min():.4f} mean {cosines.mean():.4f}; "
+        f"onnx {files.onnx.stat().st_size / 1e6:.1f} MB; export {export_seconds:.0f} s"
+    )
     assert cosines.min() >= MIN_COSINE, queries[int(cosines.argmin())]
     assert cosines.mean() >= MIN_MEAN_COSINE
 
@@ -133,8 +147,9 @@ def test_config_describes_the_graph(exported):
     assert [o.name for o in session.get_outputs()] == [config["output"]]
     assert config["dims"] == 384 and config["max_length"] == 256
     model = onnx.load(str(files.onnx))
-    float_weights = [t.name for t in model.graph.initializer
-                     if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 2]
+    float_weights = [
+        t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 2
+    ]
     assert not float_weights  # every weight matrix ships quantised
     kinds = {t.name: (t.data_type, tuple(t.dims)) for t in model.graph.initializer}
     # 6 layers x 6 matrices, the word-piece table and the position and token-type tables, all int8
@@ -156,8 +171,10 @@ def tiny_model(weights: dict[str, np.ndarray], nodes: list, out_width: int) -> o
         "tiny",
         [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [None, None])],
         [helper.make_tensor_value_info(nodes[-1].output[0], onnx.TensorProto.FLOAT, [None, None, out_width])],
-        [*(numpy_helper.from_array(value.astype(np.float32), name) for name, value in weights.items()),
-         numpy_helper.from_array(np.array([[0, 1, 2, 3]], dtype=np.int64), "slots")],
+        [
+            *(numpy_helper.from_array(value.astype(np.float32), name) for name, value in weights.items()),
+            numpy_helper.from_array(np.array([[0, 1, 2, 3]], dtype=np.int64), "slots"),
+        ],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
@@ -167,7 +184,9 @@ def run_tiny(model: onnx.ModelProto) -> np.ndarray:
 
     options = onnxruntime.SessionOptions()
     options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
     return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
 
 
@@ -175,27 +194,46 @@ def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float()
     """The word-piece table (gathered by a graph input) takes std steps per row, a BERT matrix its
     MATRIX_STEPS step, an unknown matrix and the position table absmax steps; a shared weight stays float."""
     rng = np.random.default_rng(0)
-    weights = {"table": rng.normal(size=(50, 64)), "positions": rng.normal(size=(4, 64)),
-               "shared": rng.normal(size=(64, 64)) / 8, "value": rng.standard_t(df=3, size=(64, 64)) / 8,
-               "weight": rng.normal(size=(64, 4))}
-    model = tiny_model(weights, [
-        helper.make_node("Gather", ["table", "ids"], ["rows"]),
-        helper.make_node("Gather", ["positions", "slots"], ["where"]),
-        helper.make_node("Add", ["rows", "where"], ["summed"]),
-        helper.make_node("MatMul", ["summed", "shared"], ["a"]),
-        helper.make_node("MatMul", ["a", "shared"], ["b"]),
-        helper.make_node("MatMul", ["b", "value"], ["c"], name="/transformer/encoder/layer.5/attention/self/value/MatMul"),
-        helper.make_node("MatMul", ["c", "weight"], ["out"]),
-    ], 4)
+    weights = {
+        "table": rng.normal(size=(50, 64)),
+        "positions": rng.normal(size=(4, 64)),
+        "shared": rng.normal(size=(64, 64)) / 8,
+        "value": rng.standard_t(df=3, size=(64, 64)) / 8,
+        "weight": rng.normal(size=(64, 4)),
+    }
+    model = tiny_model(
+        weights,
+        [
+            helper.make_node("Gather", ["table", "ids"], ["rows"]),
+            helper.make_node("Gather", ["positions", "slots"], ["where"]),
+            helper.make_node("Add", ["rows", "where"], ["summed"]),
+            helper.make_node("MatMul", ["summed", "shared"], ["a"]),
+            helper.make_node("MatMul", ["a", "shared"], ["b"]),
+            helper.make_node(
+                "MatMul",
+                ["b", "value"],
+                ["c"],
+                name="/transformer/encoder/layer.5/attention/self/value/MatMul",
+            ),
+            helper.make_node("MatMul", ["c", "weight"], ["out"]),
+        ],
+        4,
+    )
     expected = run_tiny(model)
     quantize_weights(model)
     onnx.checker.check_model(model)
     arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    assert {arrays[f"{name}_int8"].dtype for name in ("table", "positions", "value", "weight")} == {np.dtype(np.int8)}
+    assert {arrays[f"{name}_int8"].dtype for name in ("table", "positions", "value", "weight")} == {
+        np.dtype(np.int8)
+    }
     assert arrays["shared"].dtype == np.float32
     assert not {"table", "positions", "value", "weight"} & set(arrays)
-    for name, axis, step in (("table", 0, TOKEN_TABLE_STEP), ("positions", 0, None),
-                             ("value", 1, MATRIX_STEPS["value"][5]), ("weight", 1, None)):
+    for name, axis, step in (
+        ("table", 0, TOKEN_TABLE_STEP),
+        ("positions", 0, None),
+        ("value", 1, MATRIX_STEPS["value"][5]),
+        ("weight", 1, None),
+    ):
         values = weights[name].astype(np.float32)
         wanted = np.abs(values).max(axis=1 - axis) / 127
         if step is not None:
@@ -206,16 +244,22 @@ def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float()
     assert np.abs(got - expected).max() <= 0.1 * np.abs(expected).max()
 
     # the gathered rows are exactly what the codes say, code * scale, once folded at load
-    rows_model = tiny_model({"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64)
+    rows_model = tiny_model(
+        {"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64
+    )
     quantize_weights(rows_model)
     codes, scales = int8_per_slice(weights["table"], 0, TOKEN_TABLE_STEP)
     wanted = codes.astype(np.float32) * scales[:, None]
     assert np.array_equal(run_tiny(rows_model)[0], wanted[[3, 0, 49, 3]])
     # the previous format: absmax steps everywhere, the table gathered as int8 rows
-    int8_model = tiny_model({"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64)
+    int8_model = tiny_model(
+        {"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64
+    )
     quantize_weights(int8_model, coarse_steps=False)
     codes, scales = int8_per_slice(weights["table"], 0)
-    assert np.array_equal(run_tiny(int8_model)[0], (codes.astype(np.float32) * scales[:, None])[[3, 0, 49, 3]])
+    assert np.array_equal(
+        run_tiny(int8_model)[0], (codes.astype(np.float32) * scales[:, None])[[3, 0, 49, 3]]
+    )
 
 
 def test_int8_steps_follow_the_std_and_never_clip():
@@ -227,8 +271,13 @@ def test_int8_steps_follow_the_std_and_never_clip():
     assert np.all(scales >= np.abs(matrix).max(axis=0) / 127 * (1 - 1e-6))  # no value clipped
     assert np.all(np.abs(codes.astype(np.float32) * scales - matrix) <= scales / 2 * (1 + 1e-5))
     coarse = matrix.std(axis=0) * 0.5 > np.abs(matrix).max(axis=0) / 127
-    assert coarse.any() and np.allclose(int8_per_slice(matrix, 1, 0.5)[1][coarse], matrix.std(axis=0)[coarse] * 0.5)
-    assert matrix_step("/transformer/encoder/layer.4/intermediate/dense/MatMul") == MATRIX_STEPS["intermediate"][4]
+    assert coarse.any() and np.allclose(
+        int8_per_slice(matrix, 1, 0.5)[1][coarse], matrix.std(axis=0)[coarse] * 0.5
+    )
+    assert (
+        matrix_step("/transformer/encoder/layer.4/intermediate/dense/MatMul")
+        == MATRIX_STEPS["intermediate"][4]
+    )
     assert matrix_step("/transformer/encoder/layer.9/intermediate/dense/MatMul") is None  # a deeper model
     assert matrix_step("/transformer/pooler/dense/MatMul") is None
 
@@ -301,7 +350,11 @@ def test_onnx_runtime_web_gives_the_cli_vectors(exported):
     ids = [encoder.tokenizer.encode(query) for query in queries]
     finished = subprocess.run(
         ["node", str(EMBED_SCRIPT), "--model", str(files.onnx)],
-        input=json.dumps({"ids": ids}), capture_output=True, text=True, timeout=600, check=False,
+        input=json.dumps({"ids": ids}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert finished.returncode == 0, finished.stderr[-3000:]
     browser = np.array(json.loads(finished.stdout)["vectors"])

@@ -404,7 +404,9 @@ def test_hit_fields_come_from_the_site_files(engine):
 
 def test_dense_query_without_shared_keywords_finds_its_passage(engine, encoder):
     target = doc_of(TARGET_OF_DENSE_QUERY)
-    keyword_hits = engine.search(DENSE_QUERY, None, SearchOptions(k=40, per_paper=0, per_section=0, per_page=0))
+    keyword_hits = engine.search(
+        DENSE_QUERY, None, SearchOptions(k=40, per_paper=0, per_section=0, per_page=0)
+    )
     assert target not in [hit.doc_id for hit in keyword_hits]
     hits = engine.search(DENSE_QUERY, embed(encoder, DENSE_QUERY), SearchOptions(k=3, mode="dense"))
     assert hits[0].doc_id == target

@@ -314,7 +314,9 @@ def test_hints_name_the_corpus_and_lock_files_in_use(tmp_path, server):
     locked = {"2101.00190": LockEntry("v1", "0" * 64)}
     options = make_options(tmp_path, server, corpus_file=corpus)
 
-    result = fetch_papers([PaperRef("2101.00190"), PaperRef("not-an-id")], options, locked=locked, progress=False)
+    result = fetch_papers(
+        [PaperRef("2101.00190"), PaperRef("not-an-id")], options, locked=locked, progress=False
+    )
 
     hints = {f.arxiv_id: f.hint for f in result.failures}
     assert hints["not-an-id"] == f"check the id in {corpus}"
@@ -378,10 +380,17 @@ def test_mirror_papers_are_used_in_place_and_others_go_online(tmp_path, server, 
     assert [p.source for p in result.papers] == ["mirror", "arxiv", "mirror"]
     doc2query = result.papers[0]
     mirror_meta = json.loads((small_mirror / f"meta/{DOC2QUERY.arxiv_id}.json").read_text())
-    assert Path(doc2query.pdf_path) == (small_mirror / f"pdf/{DOC2QUERY.arxiv_id}.pdf").absolute()  # not copied
+    assert (
+        Path(doc2query.pdf_path) == (small_mirror / f"pdf/{DOC2QUERY.arxiv_id}.pdf").absolute()
+    )  # not copied
     assert doc2query.pdf_sha256 == mirror_meta["pdf_sha256"]
     meta = doc2query.meta
-    assert (meta.version, meta.title, meta.updated, meta.published) == ("v2", DOC2QUERY.title, "2020-01-15", "")
+    assert (meta.version, meta.title, meta.updated, meta.published) == (
+        "v2",
+        DOC2QUERY.title,
+        "2020-01-15",
+        "",
+    )
     assert meta.authors == DOC2QUERY.authors and meta.primary_category == "cs.IR"
     assert (result.papers[2].meta.version, result.papers[2].meta.published) == ("v1", "2023-05-22")
     assert not (tmp_path / f"cache/papers/{DOC2QUERY.arxiv_id}").exists()

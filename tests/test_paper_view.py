@@ -21,7 +21,9 @@ def unit(values) -> list[float]:
 
 
 def cosine(a, b) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+        sum(x * x for x in a) * sum(y * y for y in b)
+    )
 
 
 def test_a_paper_vector_keeps_its_direction_in_512_characters():
@@ -91,7 +93,9 @@ def test_dense_and_bm25_modes_are_left_as_they_are(built_sites):
     query = unit(read_paper_vector(engine.papers[0]["vector"]))
     for mode in ("dense", "bm25"):
         with_view = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode))
-        without = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode, paper_weight=0, paper_openings=0))
+        without = engine.search(
+            "spin couplings", query, SearchOptions(k=10, mode=mode, paper_weight=0, paper_openings=0)
+        )
         assert [(h.doc_id, h.score) for h in with_view] == [(h.doc_id, h.score) for h in without]
 
 

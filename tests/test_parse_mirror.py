@@ -122,7 +122,10 @@ def test_full_width_abstract_above_two_columns(parsed):
     ("arxiv_id", "formula"),
     [
         ("2004.05150", "(QKT"),  # CMEX10's parenleftbigg: "\ufffdQKT" in a Longformer snippet before
-        ("1412.6980", "\u02c6mt \u2190mt/(1 \u2212\u03b2t 1)"),  # Adam's bias-corrected moment, its hat from CMEX10
+        (
+            "1412.6980",
+            "\u02c6mt \u2190mt/(1 \u2212\u03b2t 1)",
+        ),  # Adam's bias-corrected moment, its hat from CMEX10
         ("1502.03167", "N \u2211 1 N"),  # batch norm's sum from a CFF CMEX7 with /Differences
         ("1411.2738", "\u27e6"),  # stmaryrd's llbracket
     ],
@@ -141,4 +144,7 @@ def test_glyphs_nothing_maps_are_dropped_and_counted(parsed):
     paper = parsed("1502.05767")
     assert "\ufffd" not in paper.text
     assert paper.unmapped_glyphs >= 1
-    assert ParsedPaper.from_json(json.loads(json.dumps(paper.to_json()))).unmapped_glyphs == paper.unmapped_glyphs
+    assert (
+        ParsedPaper.from_json(json.loads(json.dumps(paper.to_json()))).unmapped_glyphs
+        == paper.unmapped_glyphs
+    )

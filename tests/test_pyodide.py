@@ -116,7 +116,12 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         assert_same_hits(want.get("hits", []), have.get("hits", []), where)
     assert expected[-4]["suggestion"] == "grouped query attention"
     assert "is not a year filter" in expected[-3]["error"]
-    assert expected[-2]["hits"] and expected[-1] == {"ids": expected[-1]["ids"], "hits": [], "weak": False, "suggestion": None}
+    assert expected[-2]["hits"] and expected[-1] == {
+        "ids": expected[-1]["ids"],
+        "hits": [],
+        "weak": False,
+        "suggestion": None,
+    }
     assert sum(bool(reply.get("hits")) for reply in expected) >= 20
 
 

@@ -21,18 +21,34 @@ def test_a_factual_question_finds_its_page(built_sites, capsys):
     assert len(hits) == 10
     assert hits[0]["arxiv_id"] == gold["arxiv_id"] == "1904.08375"
     page = gold["pages"][0]
-    assert any(h["arxiv_id"] == gold["arxiv_id"] and h["page_start"] <= page <= h["page_end"] for h in hits[:3])
+    assert any(
+        h["arxiv_id"] == gold["arxiv_id"] and h["page_start"] <= page <= h["page_end"] for h in hits[:3]
+    )
     assert set(hits[0]["ranks"]) == {"bm25", "dense"}
     assert hits[0]["chunk_id"] and hits[0]["snippet"] and hits[0]["text"]
 
 
 def test_filters_in_the_query_restrict_results(built_sites, capsys):
     hits = run_json(
-        capsys, "query", "distillation loss id:2412.19048", "--site", str(built_sites.second), "--json", "--k", "5"
+        capsys,
+        "query",
+        "distillation loss id:2412.19048",
+        "--site",
+        str(built_sites.second),
+        "--json",
+        "--k",
+        "5",
     )
     assert hits and {h["arxiv_id"] for h in hits} == {"2412.19048"}
     bm25 = run_json(
-        capsys, "query", "grouped query attention", "--site", str(built_sites.second), "--mode", "bm25", "--json"
+        capsys,
+        "query",
+        "grouped query attention",
+        "--site",
+        str(built_sites.second),
+        "--mode",
+        "bm25",
+        "--json",
     )
     assert bm25[0]["arxiv_id"] == "2305.13245" and bm25[0]["ranks"]["dense"] is None
 
@@ -58,7 +74,9 @@ def test_a_bad_filter_is_a_clear_error(built_sites, capsys):
 
 def test_eval_reports_every_metric_per_level_and_mode(built_sites, generated_corpus, capsys):
     questions = generated_corpus.questions
-    summary = run_json(capsys, "eval", "--site", str(built_sites.second), "--questions", str(questions), "--json")
+    summary = run_json(
+        capsys, "eval", "--site", str(built_sites.second), "--questions", str(questions), "--json"
+    )
     assert summary["questions"] == len(corpus.QUESTION_SPECS)
     for level in ("page", "paper"):
         for mode in ("hybrid", "bm25", "dense"):
@@ -77,7 +95,9 @@ def test_eval_reports_each_kind_of_question_apart(built_sites, tmp_path, capsys)
         row["kind"] = "factual" if number % 3 else "paraphrase"
     questions = tmp_path / "kinds.jsonl"
     questions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    summary = run_json(capsys, "eval", "--site", str(built_sites.second), "--questions", str(questions), "--json")
+    summary = run_json(
+        capsys, "eval", "--site", str(built_sites.second), "--questions", str(questions), "--json"
+    )
     for mode in ("hybrid", "bm25", "dense"):
         kinds = summary["page_by_kind"][mode]
         assert {kind: row["questions"] for kind, row in kinds.items()} == {

@@ -148,7 +148,11 @@ def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
     copies = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
     pyodide = runtime["pyodide"]
     fetched_by_workers = ("pyodide.asm.wasm", "pyodide-lock.json")
-    for plain in (*(pyodide + name for name in fetched_by_workers), runtime["python_snapshot"], runtime["ort_wasm"]):
+    for plain in (
+        *(pyodide + name for name in fetched_by_workers),
+        runtime["python_snapshot"],
+        runtime["ort_wasm"],
+    ):
         assert plain in copies, plain
     assert {manifest["files"][role] for role in ("papers", "postings", "vocab", "encoder")} <= copies
     assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress

@@ -107,7 +107,9 @@ def test_parse_workers_die_with_a_killed_build(tmp_path, long_mirror):
     workers = wait_for(
         lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
     )
-    parsed = wait_for(lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper")  # they are at work
+    parsed = wait_for(
+        lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper"
+    )  # they are at work
     assert len(parsed) < len(LONG_PAPERS) and alive(workers) == workers, "parsing ended before the kill"
     kill_hard(build)
     deadline = time.monotonic() + 10

@@ -134,7 +134,9 @@ def test_a_damaged_cache_record_is_named_offline_and_repaired_from_the_mirror(
     assert with_mirror.failures == [] and with_mirror.papers[0].source == "mirror"
 
 
-def test_a_build_with_bad_metadata_builds_the_rest(tmp_path, built_sites, generated_mirror, hostile_mirror, capsys):
+def test_a_build_with_bad_metadata_builds_the_rest(
+    tmp_path, built_sites, generated_mirror, hostile_mirror, capsys
+):
     mirror = tmp_path / "mirror"
     shutil.copytree(hostile_mirror, mirror)
     good = SMALL_PAPERS[0]

@@ -32,7 +32,11 @@ KEYWORD_QUESTION = "How many predicted queries does doc2query append"
 PARAPHRASE = corpus.PARAPHRASE
 # The pages the generated questions about doc2query name as gold.
 DOC2QUERY_PAGES = {
-    page for row in corpus.questions() for gold in row["relevant"] if gold["arxiv_id"] == DOC2QUERY for page in gold["pages"]
+    page
+    for row in corpus.questions()
+    for gold in row["relevant"]
+    if gold["arxiv_id"] == DOC2QUERY
+    for page in gold["pages"]
 }
 
 
@@ -49,7 +53,9 @@ def served_site(built_sites, tmp_path_factory, generated_corpus):
         for n, arxiv_id in enumerate((*SMALL_PAPERS, ADDED_PAPER))
     )
     corpus_file = root / "corpus.toml"
-    corpus_file.write_text(f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8")
+    corpus_file.write_text(
+        f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8"
+    )
     cache = root / "cache"
     shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
     assert run_build(corpus_file, root / "site", cache, generated_corpus) == 0

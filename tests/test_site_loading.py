@@ -139,7 +139,10 @@ def test_loading_shows_the_bytes_as_they_arrive_and_stops_counting_after(served,
     snapshot = runtime_file(site, "python_snapshot") + ".gz"
     assert {snapshot, runtime_file(site, "wheel")} <= requested
     downloaded = sum(sizes.get(path, 0) for path in requested - {snapshot})
-    assert 0.9 * downloaded <= status["bytes"] <= downloaded + sizes[snapshot] / 4, (status["bytes"], downloaded)
+    assert 0.9 * downloaded <= status["bytes"] <= downloaded + sizes[snapshot] / 4, (
+        status["bytes"],
+        downloaded,
+    )
     line = view.page.inner_text("#status")
     assert line.startswith("Keyword and semantic search ready (")
     for query in (QUERY, "renormalization group", "grouped query attention"):  # passages read later

@@ -116,7 +116,9 @@ class Visit:
 
     def settled(self) -> dict:
         """The status once start-up has ended one way or the other."""
-        wait_for(self.page, "(() => { const s = readingRoom.status(); return s.loading === null || s.error; })()")
+        wait_for(
+            self.page, "(() => { const s = readingRoom.status(); return s.loading === null || s.error; })()"
+        )
         return self.page.evaluate("readingRoom.status()")
 
     def status_line(self) -> str:
@@ -187,7 +189,11 @@ def test_damaged_semantic_data_falls_back_to_keyword_search(
 
 @pytest.mark.parametrize(
     ("role", "change"),
-    [("vectors", flip_middle_byte), ("vectors", lambda data: data[: len(data) // 2]), ("vocab", flip_middle_byte)],
+    [
+        ("vectors", flip_middle_byte),
+        ("vectors", lambda data: data[: len(data) // 2]),
+        ("vocab", flip_middle_byte),
+    ],
 )
 def test_a_damaged_gzip_copy_falls_back_to_keyword_search(visit_tampered, role, change):
     view = visit_tampered(lambda site: damage_copy(site, role, change))

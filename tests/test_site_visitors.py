@@ -29,7 +29,9 @@ def test_search_in_this_paper_lists_its_sections(site_url, watched):
     page = watched.page
     page.goto(f"{site_url}papers/{DOC2QUERY}/")
     page.click("text=Search in this paper")
-    page.wait_for_url(lambda url: url.startswith(f"{site_url}?q="))  # the search page answers, not the paper page
+    page.wait_for_url(
+        lambda url: url.startswith(f"{site_url}?q=")
+    )  # the search page answers, not the paper page
     page.evaluate("window.readingRoom.ready")
     page.wait_for_selector("#results .message")
     wait_for(page, IDLE)
@@ -55,7 +57,9 @@ def test_back_from_a_paper_restores_results_mode_and_scroll(site_url, watched):
     scrolled = page.evaluate("window.scrollY")
     assert scrolled > 300
     # A script click: page.click would first scroll the link into view and move the place to restore.
-    page.evaluate("document.querySelectorAll('#results .hit')[7].closest('.paper-group').querySelector('h2 a').click()")
+    page.evaluate(
+        "document.querySelectorAll('#results .hit')[7].closest('.paper-group').querySelector('h2 a').click()"
+    )
     page.wait_for_url("**/papers/**")
     page.go_back()
     page.wait_for_selector("#results .hit", timeout=2_000)  # drawn at once, not after the engine loads
@@ -68,7 +72,13 @@ def test_back_from_a_paper_restores_results_mode_and_scroll(site_url, watched):
 def test_corpus_table_sorts_filters_by_words_and_keeps_filters_in_the_url(site_url, watched):
     page = watched.page
     page.goto(f"{site_url}corpus/")
-    titles = lambda: [row.inner_text().split("\n")[0] for row in page.query_selector_all("#corpus-table tbody tr:not([hidden])")]  # noqa: E731
+
+    def titles() -> list[str]:
+        return [
+            row.inner_text().split("\n")[0]
+            for row in page.query_selector_all("#corpus-table tbody tr:not([hidden])")
+        ]
+
     page.click("th button[data-sort=title]")
     assert titles() == sorted(titles(), key=str.lower)  # the first click sorts A to Z
     assert page.get_attribute("th:has(button[data-sort=title])", "aria-sort") == "ascending"
@@ -125,16 +135,22 @@ def test_copy_citation_gives_title_and_a_bibtex_entry(site_url, watched):
     watched.open(site_url + "?mode=bm25")
     watched.search("doc2query")
     page.evaluate("navigator.clipboard.writeText = async (text) => { window.copied = text; }")
-    paper = corpus.DOC2QUERY  # "Expanding Documents with Predicted Queries ...", Rosa Lindqvist and two more, 2019
+    paper = (
+        corpus.DOC2QUERY
+    )  # "Expanding Documents with Predicted Queries ...", Rosa Lindqvist and two more, 2019
     assert watched.hits()[0][0] == DOC2QUERY
     pages = page.inner_text("#results .hit .pdf-link")  # "p.2" or "pp.2-3"
     page.click("#results .hit .copy")
     cited = page.evaluate("window.copied")
     authors = ", ".join(paper.authors)
-    assert cited == f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}, {pages}."
+    assert (
+        cited == f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}, {pages}."
+    )
     page.click("#results .hit .copy-bibtex")
     entry = page.evaluate("window.copied")
-    assert entry.startswith("@misc{lindqvist2019expanding,\n")  # first author's surname, year, first title word
+    assert entry.startswith(
+        "@misc{lindqvist2019expanding,\n"
+    )  # first author's surname, year, first title word
     assert f"  title = {{{{{paper.title}}}}}," in entry and f"  eprint = {{{DOC2QUERY}}}," in entry
     assert f"  author = {{{' and '.join(paper.authors)}}}," in entry and "  year = {2019}," in entry
     assert entry.rstrip().endswith("}")
@@ -185,7 +201,9 @@ def test_more_results_continue_the_ranking(mirror_url, watched):
     assert tuple(page.evaluate(active)) == watched.hits()[20]  # focus where the new passages begin
     page.select_option("#sort", "date")
     page.wait_for_url("**sort=date**")
-    years = [int(m.inner_text().split(" · ")[-2]) for m in page.query_selector_all("#results .paper-group .meta")]
+    years = [
+        int(m.inner_text().split(" · ")[-2]) for m in page.query_selector_all("#results .paper-group .meta")
+    ]
     assert years == sorted(years, reverse=True) and len(set(years)) > 1
 
 
@@ -201,7 +219,9 @@ def test_on_a_phone_the_first_result_is_in_view_and_filters_fold_away(site_url, 
         first = page.wait_for_selector("#results .hit")
         assert first.bounding_box()["y"] < 844 * 0.75
         page.click(".options-toggle")
-        assert page.is_visible("#year-min") and page.get_attribute(".options-toggle", "aria-expanded") == "true"
+        assert (
+            page.is_visible("#year-min") and page.get_attribute(".options-toggle", "aria-expanded") == "true"
+        )
         assert "passages from" in page.inner_text("#result-count")
         assert page.get_attribute("#result-count", "aria-live") == "polite"
     finally:

@@ -47,8 +47,9 @@ def rust(model_dir):
 
 def mismatches(texts: list[str], rust: Tokenizer, encode) -> list[tuple[str, list[int], list[int]]]:
     expected = [encoding.ids for encoding in rust.encode_batch(texts)]
-    return [(text, want, got) for text, want in zip(texts, expected, strict=True)
-            if (got := encode(text)) != want]
+    return [
+        (text, want, got) for text, want in zip(texts, expected, strict=True) if (got := encode(text)) != want
+    ]
 
 
 def test_every_code_point_alone_and_inside_words(ours, model_dir):
@@ -63,13 +64,20 @@ def test_every_code_point_alone_and_inside_words(ours, model_dir):
         char = chr(cp)
         return f"{char} ab{char}cd \u00e9{char}\u0301."
 
-    blocks = [CODE_POINTS[start:start + 4096] for start in range(0, len(CODE_POINTS), 4096)]
+    blocks = [CODE_POINTS[start : start + 4096] for start in range(0, len(CODE_POINTS), 4096)]
     texts = [" ".join(map(cases, block)) for block in blocks]
     expected = [encoding.ids for encoding in unlimited.encode_batch(texts, add_special_tokens=False)]
-    bad_blocks = [block for block, text, want in zip(blocks, texts, expected, strict=True)
-                  if ours.encode(text, max_length=10**9)[1:-1] != want]
-    culprits = [hex(cp) for block in bad_blocks[:1] for cp in block
-                if ours.encode(cases(cp)) != unlimited.encode(cases(cp)).ids]
+    bad_blocks = [
+        block
+        for block, text, want in zip(blocks, texts, expected, strict=True)
+        if ours.encode(text, max_length=10**9)[1:-1] != want
+    ]
+    culprits = [
+        hex(cp)
+        for block in bad_blocks[:1]
+        for cp in block
+        if ours.encode(cases(cp)) != unlimited.encode(cases(cp)).ids
+    ]
     assert not bad_blocks, f"{len(bad_blocks)} blocks differ; in the first, code points {culprits[:20]}"
 
 
@@ -92,17 +100,76 @@ def mirror_lines(mirror_dir: Path, pdf_count: int = 8) -> list[str]:
 
 
 ODD_PIECES = [
-    "∑_{i=1}^{n} x_i² ≤ ∞", "∀ε>0 ∃δ", "f: ℝⁿ → ℝ", "½ ⅓ ¼", "x′′ ∂L/∂θ", "𝔼[𝐱] 𝒪(n log n)", "±√2",
-    "naïve café façade", "Ångström Øresund", "Straße ß ẞ", "İstanbul ıi", "ΟΔΥΣΣΕΥΣ ΣΊΣΥΦΟΣ ς", "Ⅻ ⅻ",
-    "ﬁnding ﬂow", "Ｆｕｌｌｗｉｄｔｈ １２３", "ｶﾀｶﾅ", "中文分词测试", "日本語のテキスト", "한국어 문장입니다",
-    "ไทย", "עברית", "العربية", "हिन्दी", "ᄀᄁ가각", "😀👍🏽👨‍👩‍👧🇫🇷", "❤️ ☃ ✓", "e\u0301 a\u0308 n\u0303",
-    "zero\u200bwidth", "soft\u00adhyphen", "bom\ufeffhere", "nul\x00byte", "rep\ufffdlace", "tab\tnew\nline\r",
-    "nbsp\u00a0thin\u2009ideo\u3000", "ctrl\x07\x1b\x7f\x85", "pua\ue000\U000f0000", "unassigned\U000e0080\u0378",
-    "https://arxiv.org/abs/1706.03762v5?x=1&y=2#sec", "arXiv:2005.11401", "hep-th/9901001v2", "doi:10.1145/3292500",
-    "user@example.com", "C++ C# F#", "GPT-3.5-turbo", "BERT_base", "x86_64", "3.14159e-10", "1,000,000",
-    "[CLS]", "[SEP] [MASK]", "a[MASK]b", "[cls] [Mask]", "[ MASK ]", "[UNK][PAD]", "[[CLS]]", "##ing", "un##able",
-    "supercalifragilisticexpialidocious" * 4, "a" * 101, "ab" * 50, "x" * 100, "électroencéphalographie" * 5,
-    "don't won't ’quoted’ “double” «guillemets» „low“", "—–-‐", "…", "¿¡", "§¶†‡", "©®™", "°C", "€$¥£",
+    "∑_{i=1}^{n} x_i² ≤ ∞",
+    "∀ε>0 ∃δ",
+    "f: ℝⁿ → ℝ",
+    "½ ⅓ ¼",
+    "x′′ ∂L/∂θ",
+    "𝔼[𝐱] 𝒪(n log n)",
+    "±√2",
+    "naïve café façade",
+    "Ångström Øresund",
+    "Straße ß ẞ",
+    "İstanbul ıi",
+    "ΟΔΥΣΣΕΥΣ ΣΊΣΥΦΟΣ ς",
+    "Ⅻ ⅻ",
+    "ﬁnding ﬂow",
+    "Ｆｕｌｌｗｉｄｔｈ １２３",
+    "ｶﾀｶﾅ",
+    "中文分词测试",
+    "日本語のテキスト",
+    "한국어 문장입니다",
+    "ไทย",
+    "עברית",
+    "العربية",
+    "हिन्दी",
+    "ᄀᄁ가각",
+    "😀👍🏽👨‍👩‍👧🇫🇷",
+    "❤️ ☃ ✓",
+    "e\u0301 a\u0308 n\u0303",
+    "zero\u200bwidth",
+    "soft\u00adhyphen",
+    "bom\ufeffhere",
+    "nul\x00byte",
+    "rep\ufffdlace",
+    "tab\tnew\nline\r",
+    "nbsp\u00a0thin\u2009ideo\u3000",
+    "ctrl\x07\x1b\x7f\x85",
+    "pua\ue000\U000f0000",
+    "unassigned\U000e0080\u0378",
+    "https://arxiv.org/abs/1706.03762v5?x=1&y=2#sec",
+    "arXiv:2005.11401",
+    "hep-th/9901001v2",
+    "doi:10.1145/3292500",
+    "user@example.com",
+    "C++ C# F#",
+    "GPT-3.5-turbo",
+    "BERT_base",
+    "x86_64",
+    "3.14159e-10",
+    "1,000,000",
+    "[CLS]",
+    "[SEP] [MASK]",
+    "a[MASK]b",
+    "[cls] [Mask]",
+    "[ MASK ]",
+    "[UNK][PAD]",
+    "[[CLS]]",
+    "##ing",
+    "un##able",
+    "supercalifragilisticexpialidocious" * 4,
+    "a" * 101,
+    "ab" * 50,
+    "x" * 100,
+    "électroencéphalographie" * 5,
+    "don't won't ’quoted’ “double” «guillemets» „low“",
+    "—–-‐",
+    "…",
+    "¿¡",
+    "§¶†‡",
+    "©®™",
+    "°C",
+    "€$¥£",
 ]
 
 
@@ -116,7 +183,7 @@ def varied_texts(mirror_dir) -> list[str]:
         rng.shuffle(parts)
         texts.append(rng.choice([" ", "", "\n", "·"]).join(parts))
     page = " ".join(lines)
-    texts += [page[start:start + size] for start, size in ((0, 1500), (5000, 3000), (20000, 8000))]
+    texts += [page[start : start + size] for start, size in ((0, 1500), (5000, 3000), (20000, 8000))]
     texts += ["Σ" * 300, "[MASK] " * 300, "中" * 600]
     return texts
 
@@ -132,8 +199,9 @@ def test_varied_strings(ours, rust, varied_texts):
 @pytest.mark.mirror
 def test_tokenize_and_count_agree_with_rust_without_truncation(ours, model_dir, varied_texts):
     unlimited = rust_tokenizer(model_dir, None)
-    for text, encoding in zip(varied_texts, unlimited.encode_batch(varied_texts, add_special_tokens=False),
-                              strict=True):
+    for text, encoding in zip(
+        varied_texts, unlimited.encode_batch(varied_texts, add_special_tokens=False), strict=True
+    ):
         assert ours.tokenize(text) == encoding.tokens, text
         assert ours.count(text) == len(encoding.ids), text
 
@@ -153,8 +221,10 @@ def test_vocab_text_matches_tokenizer_json(ours, model_dir):
 def test_count_is_fast_enough_for_chunking(ours):
     import time
 
-    text = ("Attention is all you need: the Transformer uses multi-head self-attention (Vaswani et al., 2017). "
-            * 2000)
+    text = (
+        "Attention is all you need: the Transformer uses multi-head self-attention (Vaswani et al., 2017). "
+        * 2000
+    )
     started = time.perf_counter()
     count = ours.count(text)
     elapsed = time.perf_counter() - started
@@ -164,10 +234,17 @@ def test_count_is_fast_enough_for_chunking(ours):
 
 def test_runtime_module_imports_only_the_standard_library():
     tree = ast.parse(Path(tokenizer_module.__file__).read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
     assert "unicodedata" not in imported
 

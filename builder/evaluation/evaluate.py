@@ -180,10 +180,15 @@ def format_table(summary: dict) -> str:
     kinds = summary.get("page_by_kind", {}).get("hybrid", {})
     if len(kinds) > 1:
         lines.append("")
-        lines.append(f"{'hybrid, page level, by kind':30s}" + "".join(f"{c:>10s}" for c in ("recall@10", "mrr", "ndcg@10")))
+        lines.append(
+            f"{'hybrid, page level, by kind':30s}"
+            + "".join(f"{c:>10s}" for c in ("recall@10", "mrr", "ndcg@10"))
+        )
         for kind, row in kinds.items():
             label = f"{kind or '(no kind)'} ({row['questions']})"
-            lines.append(f"{label:30s}" + "".join(f"{row[c]:>10.3f}" for c in ("recall@10", "mrr", "ndcg@10")))
+            lines.append(
+                f"{label:30s}" + "".join(f"{row[c]:>10.3f}" for c in ("recall@10", "mrr", "ndcg@10"))
+            )
     for mode, negatives in summary["negatives"].items():
         lines.append(
             f"unanswerable ({negatives['count']}), {mode} top score: min {negatives['top_score_min']}, "

@@ -23,7 +23,9 @@ from builder.models import Chunk, ParsedPaper
 
 @dataclass(frozen=True)
 class ChunkSettings:
-    target_tokens: int = 240  # body tokens a chunk aims for (the model limit is the hard cap); README: "How ranking is set"
+    target_tokens: int = (
+        240  # body tokens a chunk aims for (the model limit is the hard cap); README: "How ranking is set"
+    )
     min_tokens: int = 48  # a smaller tail is merged into the previous chunk of its section
     overlap_tokens: int = 48  # at most this many tokens of trailing sentences repeat in the next chunk
     context_tokens: int = 32  # the prepended "title — section" context is cut to this many tokens
@@ -149,7 +151,9 @@ def heading_only(region: str) -> bool:
     return "\n" not in text and len(text) <= HEADING_ONLY_CHARS
 
 
-HEADING_ONLY_CHARS = 120  # longer than any heading the parser keeps; a real paragraph line is rarely this short
+HEADING_ONLY_CHARS = (
+    120  # longer than any heading the parser keeps; a real paragraph line is rarely this short
+)
 
 
 @dataclass(frozen=True)
@@ -266,7 +270,11 @@ def chunk_paper(
         prefix = context_prefix(title, section, counter, settings)
         budget = counter.max_seq_length - special - prefix_model_tokens - counter.count(prefix + "\n")
         units = _units(paper.text, start, end, counter, min(budget, settings.target_tokens))
-        fitted = [piece for packed in _pack(units, budget, settings) for piece in _fitted(packed, paper.text, counter, budget)]
+        fitted = [
+            piece
+            for packed in _pack(units, budget, settings)
+            for piece in _fitted(packed, paper.text, counter, budget)
+        ]
         for group, tokens in fitted:
             a, b = group[0].start, group[-1].end
             text = paper.text[a:b]

@@ -780,6 +780,7 @@ def _level(title: str, earlier: list[Section]) -> int:
 
 # --- references ----------------------------------------------------------------------------------
 
+
 def _references(sections: list[Section], text_length: int) -> tuple[int, int] | None:
     """The bibliography's span (its heading to the next heading or the end), kept out of the chunks."""
     for index, section in enumerate(sections):

@@ -80,13 +80,20 @@ def render_site(out_dir: Path, manifest: dict, settings: Settings, report: Build
     out_dir = Path(out_dir)
     files = manifest["files"]
     papers = read_papers((out_dir / files["papers"]).read_bytes(), files["papers"])
-    artifacts = render_pages(out_dir, manifest, settings, report, papers, stored_rows(out_dir / files["vectors"]))
+    artifacts = render_pages(
+        out_dir, manifest, settings, report, papers, stored_rows(out_dir / files["vectors"])
+    )
     manifest_io.write_manifest(out_dir, manifest)
     return artifacts
 
 
 def render_pages(
-    out_dir: Path, manifest: dict, settings: Settings, report: BuildReport, papers: list[dict], rows: np.ndarray
+    out_dir: Path,
+    manifest: dict,
+    settings: Settings,
+    report: BuildReport,
+    papers: list[dict],
+    rows: np.ndarray,
 ) -> list[Artifact]:
     """Write index, paper, corpus and about pages plus the runtime; add the runtime to `manifest` (the
     caller saves it); return the runtime artifacts. `rows`: the int8 vector rows, by doc id."""

@@ -230,7 +230,13 @@ RENORMALIZATION = Topic(
         "Trained on configurations of a lattice spin model at its critical point, the stacked machines "
         "learn block-spin transformations without being told about them."
     ),
-    sections=["Introduction", "Variational Renormalization", "Mapping to Boltzmann Machines", "Ising Model", "Discussion"],
+    sections=[
+        "Introduction",
+        "Variational Renormalization",
+        "Mapping to Boltzmann Machines",
+        "Ising Model",
+        "Discussion",
+    ],
     templates=[
         "The renormalization group coarse-grains a lattice {how}, keeping long-range physics and discarding microscopic detail.",
         "A restricted Boltzmann machine has visible spins, hidden spins and couplings between the two layers.",
@@ -279,7 +285,11 @@ PAPERS = tuple(topic.arxiv_id for topic in TOPICS)
 
 def lengthened(topic: Topic, arxiv_id: str, parts: int) -> Topic:
     """`topic` written `parts` times over under another id, one version: a paper of about 5 x `parts` pages."""
-    sections = [title if part == 1 else f"{title}, Part {part}" for part in range(1, parts + 1) for title in topic.sections]
+    sections = [
+        title if part == 1 else f"{title}, Part {part}"
+        for part in range(1, parts + 1)
+        for title in topic.sections
+    ]
     return replace(topic, arxiv_id=arxiv_id, sections=sections, versions=1)
 
 
@@ -292,14 +302,26 @@ SENTENCES_PER_PARAGRAPH = (5, 8)
 
 # (query, paper, the fact it asks about); the gold page is wherever layout put the fact.
 QUESTION_SPECS = [
-    ("How many predicted queries does doc2query append to each document?", DOC2QUERY, "Expansion and Indexing"),
+    (
+        "How many predicted queries does doc2query append to each document?",
+        DOC2QUERY,
+        "Expansion and Indexing",
+    ),
     ("What share of predicted query terms are missing from the passage?", DOC2QUERY, "Analysis"),
-    ("Which temperature softens the teacher logits in the distillation loss?", DISTILLATION, "Distillation Loss"),
+    (
+        "Which temperature softens the teacher logits in the distillation loss?",
+        DISTILLATION,
+        "Distillation Loss",
+    ),
     ("How many of the teacher's layers does the student keep?", DISTILLATION, "Student Architecture"),
     ("How many key-value heads does the uptrained grouped-query model use?", GQA, "Grouped-Query Attention"),
     ("What fraction of pre-training compute does uptraining need?", GQA, "Uptraining"),
     ("Which lattice model provides the spin configurations for training?", RENORMALIZATION, "Ising Model"),
-    ("What does a block-spin transformation keep and what does it discard?", RENORMALIZATION, "Variational Renormalization"),
+    (
+        "What does a block-spin transformation keep and what does it discard?",
+        RENORMALIZATION,
+        "Variational Renormalization",
+    ),
 ]
 NEGATIVE_QUESTIONS = [
     "What is the boiling point of ethanol at sea level?",

@@ -25,8 +25,25 @@ _FOLDED_RANGES = (
 )
 # Letters that have no decomposition but an obvious ASCII spelling.
 _EXTRA_FOLDS = {
-    "ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i",
-    "ŋ": "ng", "ħ": "h", "ŧ": "t", "Æ": "ae", "Œ": "oe", "Ø": "o", "Ł": "l", "Đ": "d", "Ð": "d", "Þ": "th",
+    "ß": "ss",
+    "æ": "ae",
+    "œ": "oe",
+    "ø": "o",
+    "ł": "l",
+    "đ": "d",
+    "ð": "d",
+    "þ": "th",
+    "ı": "i",
+    "ŋ": "ng",
+    "ħ": "h",
+    "ŧ": "t",
+    "Æ": "ae",
+    "Œ": "oe",
+    "Ø": "o",
+    "Ł": "l",
+    "Đ": "d",
+    "Ð": "d",
+    "Þ": "th",
 }
 # Greek letters are common in scientific text ("β-VAE", "α = 0.1"); spelling them lets queries type them.
 _GREEK = (
@@ -180,9 +197,23 @@ _DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
 _LI_ENDINGS = frozenset("cdeghkmnrt")
 _R1_PREFIXES = ("gener", "commun", "arsen")
 _EXCEPTIONS = {
-    "skis": "ski", "skies": "sky", "dying": "die", "lying": "lie", "tying": "tie", "idly": "idl",
-    "gently": "gentl", "ugly": "ugli", "early": "earli", "only": "onli", "singly": "singl",
-    "sky": "sky", "news": "news", "howe": "howe", "atlas": "atlas", "cosmos": "cosmos", "bias": "bias",
+    "skis": "ski",
+    "skies": "sky",
+    "dying": "die",
+    "lying": "lie",
+    "tying": "tie",
+    "idly": "idl",
+    "gently": "gentl",
+    "ugly": "ugli",
+    "early": "earli",
+    "only": "onli",
+    "singly": "singl",
+    "sky": "sky",
+    "news": "news",
+    "howe": "howe",
+    "atlas": "atlas",
+    "cosmos": "cosmos",
+    "bias": "bias",
     "andes": "andes",
 }
 _INVARIANT_AFTER_1A = frozenset(
@@ -196,21 +227,69 @@ def _longest_first(rules):
 
 
 _STEP1B = _longest_first(("eed", "eedly", "ed", "edly", "ing", "ingly"))
-_STEP2 = _longest_first((
-    ("ization", "ize"), ("ational", "ate"), ("fulness", "ful"), ("ousness", "ous"), ("iveness", "ive"),
-    ("tional", "tion"), ("biliti", "ble"), ("lessli", "less"), ("entli", "ent"), ("ation", "ate"),
-    ("alism", "al"), ("aliti", "al"), ("ousli", "ous"), ("iviti", "ive"), ("fulli", "ful"), ("enci", "ence"),
-    ("anci", "ance"), ("abli", "able"), ("izer", "ize"), ("ator", "ate"), ("alli", "al"), ("bli", "ble"),
-    ("ogi", "og"), ("li", ""),
-))
-_STEP3 = _longest_first((
-    ("ational", "ate"), ("tional", "tion"), ("alize", "al"), ("icate", "ic"), ("iciti", "ic"),
-    ("ative", ""), ("ical", "ic"), ("ness", ""), ("ful", ""),
-))
-_STEP4 = _longest_first((
-    "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate", "iti", "ous", "ive",
-    "ize", "ion", "al", "er", "ic",
-))
+_STEP2 = _longest_first(
+    (
+        ("ization", "ize"),
+        ("ational", "ate"),
+        ("fulness", "ful"),
+        ("ousness", "ous"),
+        ("iveness", "ive"),
+        ("tional", "tion"),
+        ("biliti", "ble"),
+        ("lessli", "less"),
+        ("entli", "ent"),
+        ("ation", "ate"),
+        ("alism", "al"),
+        ("aliti", "al"),
+        ("ousli", "ous"),
+        ("iviti", "ive"),
+        ("fulli", "ful"),
+        ("enci", "ence"),
+        ("anci", "ance"),
+        ("abli", "able"),
+        ("izer", "ize"),
+        ("ator", "ate"),
+        ("alli", "al"),
+        ("bli", "ble"),
+        ("ogi", "og"),
+        ("li", ""),
+    )
+)
+_STEP3 = _longest_first(
+    (
+        ("ational", "ate"),
+        ("tional", "tion"),
+        ("alize", "al"),
+        ("icate", "ic"),
+        ("iciti", "ic"),
+        ("ative", ""),
+        ("ical", "ic"),
+        ("ness", ""),
+        ("ful", ""),
+    )
+)
+_STEP4 = _longest_first(
+    (
+        "ement",
+        "ance",
+        "ence",
+        "able",
+        "ible",
+        "ment",
+        "ant",
+        "ent",
+        "ism",
+        "ate",
+        "iti",
+        "ous",
+        "ive",
+        "ize",
+        "ion",
+        "al",
+        "er",
+        "ic",
+    )
+)
 
 
 def _mark_consonant_y(word: str) -> str:

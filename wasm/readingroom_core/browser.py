@@ -240,7 +240,9 @@ class Site:
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
         weak = bool(hits) and bool(embedding_text(request["query"])) and weak_match(hits)
-        return json.dumps({"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": suggestion})
+        return json.dumps(
+            {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": suggestion}
+        )
 
     # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
 
@@ -258,7 +260,9 @@ class Site:
             return json.dumps({"error": str(error)})
         for source in found["sources"]:
             paper = self.papers_by_id[source["arxiv_id"]]
-            source.update(authors=paper["authors"], year=paper["year"], categories=paper.get("categories", []))
+            source.update(
+                authors=paper["authors"], year=paper["year"], categories=paper.get("categories", [])
+            )
         return json.dumps(found)
 
     def verify_answer(self, request_json: str) -> str:

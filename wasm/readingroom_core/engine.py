@@ -612,7 +612,8 @@ class SearchEngine:
                 else []
             )
         return {
-            index: _dot(query_vector, vector) / norm for index, (vector, norm) in enumerate(self._paper_vectors)
+            index: _dot(query_vector, vector) / norm
+            for index, (vector, norm) in enumerate(self._paper_vectors)
         }
 
     def _with_paper_openings(

@@ -96,12 +96,17 @@ class WordPieceTokenizer:
                 f"{CHAR_CLASSES_FORMAT!r}; regenerate it with builder.stages.encoder.build_char_classes"
             )
         wordpiece = char_classes["wordpiece"]
-        missing = [t for t in (wordpiece["unk_token"], wordpiece["cls_token"], wordpiece["sep_token"])
-                   if t not in vocab]
+        missing = [
+            t
+            for t in (wordpiece["unk_token"], wordpiece["cls_token"], wordpiece["sep_token"])
+            if t not in vocab
+        ]
         missing += [t for t in wordpiece["special_tokens"] if t not in vocab]
         if missing:
-            raise ValueError(f"vocabulary lacks the special tokens {missing}; vocab and char classes "
-                             "must come from the same model")
+            raise ValueError(
+                f"vocabulary lacks the special tokens {missing}; vocab and char classes "
+                "must come from the same model"
+            )
         _check_max_length(max_length)
         self.vocab = vocab
         self.max_length = max_length

@@ -127,7 +127,9 @@ class _Fetcher:
         self.lock_file = options.lock_file
         self.cache = Cache(Path(options.cache_dir))
         self.mirror = Mirror(Path(options.mirror)) if options.mirror else None
-        self.network = Network(options.delay_seconds, options.timeout, options.max_retries, options.backoff_base)
+        self.network = Network(
+            options.delay_seconds, options.timeout, options.max_retries, options.backoff_base
+        )
         self.arxiv = ArxivApi(self.network, options.api_url, options.batch_size, self.corpus_file)
         self.found: dict[str, FetchedPaper] = {}
         self.failures: list[Failure] = []
@@ -280,7 +282,9 @@ class _Fetcher:
                 f"delete its entry from {self.lock_file} to accept the mirror's version "
                 f"{mirror_version}, or fetch online (without --mirror)"
             )
-        reason = f"the mirror holds {mirror_version or 'an unknown version'}, not {wanted.version} as {where} asks"
+        reason = (
+            f"the mirror holds {mirror_version or 'an unknown version'}, not {wanted.version} as {where} asks"
+        )
         return reason, hint
 
     def _from_mirror(self, ref: PaperRef, entry: MirrorEntry) -> None:

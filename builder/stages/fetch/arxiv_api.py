@@ -123,7 +123,10 @@ class ArxivApi:
                     errors.update(bad)
                 return results, errors
             return [], {
-                query_ids[0]: (f"{err.message}, which rejects the query", f"check the id in {self.corpus_file}")
+                query_ids[0]: (
+                    f"{err.message}, which rejects the query",
+                    f"check the id in {self.corpus_file}",
+                )
             }
         except GaveUp as err:
             self.network.gave_up(err)

@@ -237,7 +237,9 @@ def _receive(response: requests.Response, url: str, part: Path, offset: int) -> 
         part.unlink()
         raise TryAgain("the server refused to resume the partial download", retry_after=0)
     if status == 429 or status >= 500:
-        raise TryAgain(f"{url} answered HTTP {status}", parse_retry_after(response.headers.get("Retry-After")))
+        raise TryAgain(
+            f"{url} answered HTTP {status}", parse_retry_after(response.headers.get("Retry-After"))
+        )
     if status not in (200, 206):
         raise Fatal(f"{url} answered HTTP {status}", status)
     encoded = response.headers.get("Content-Encoding", "identity").lower() not in ("", "identity")
