@@ -12,6 +12,7 @@ from usearch.index import Index
 
 from builder.stages.chunk import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
+from readingroom_core import sitedata
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index
 
@@ -129,3 +130,22 @@ def test_adding_a_paper_embeds_only_its_chunks(built_sites):
     added = next(p for p in papers if p["id"] == ADDED_PAPER)
     assert report["embedded_chunks"] == added["chunks"][1] > 0
     assert after["counts"]["chunks"] == before["counts"]["chunks"] + added["chunks"][1]
+
+
+def test_typed_records_write_back_the_very_bytes_they_read(site):
+    """Each file's owner in sitedata reads it into typed records and writes the same bytes back: the
+    records hold every field, in the stored order."""
+    out, _ = site
+    manifest_data = (out / "manifest.json").read_bytes()
+    manifest = sitedata.read_manifest(manifest_data)
+    assert sitedata.manifest_bytes(manifest) == manifest_data
+    papers_data = (out / manifest.files.papers).read_bytes()
+    papers = sitedata.read_papers(papers_data)
+    assert sitedata.papers_bytes(papers) == papers_data
+    table_data = (out / manifest.files.chunks).read_bytes()
+    assert sitedata.chunk_table_bytes(sitedata.read_chunk_table(table_data)) == table_data
+    for paper in papers:
+        text_data = (out / paper.text).read_bytes()
+        text = sitedata.read_paper_text(text_data)
+        assert sitedata.paper_text_bytes(text) == text_data
+        assert (text.first, len(text.chunks)) == (paper.first_chunk, paper.chunk_count)

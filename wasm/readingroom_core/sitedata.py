@@ -1,26 +1,25 @@
-"""The site's data files: one format version, and each file's writer beside its reader.
+"""The site's data files: one format version, a typed record for every record they hold, and each file's
+writer beside its reader.
 
 Layout (paths relative to the site root; data files are named `<stem>.<hash12><ext>` by the builder so
 a visitor's cache never serves stale data, and `manifest.json` names each by role):
-- `manifest.json`: written last, read first; names every file (`files`), the model, index and BM25
+- `manifest.json` (`Manifest`): written last, read first; names every file, the model, index and BM25
   parameters, counts and tool versions.
-- papers (`data/papers.*.json`): `{"v", "papers": [record, ...]}`, one record per paper in reading-list
-  order with its metadata, sections, `chunks: [first doc id, count]`, `text` (its text file's path) and
-  `vector` (what the paper as a whole is about, for the paper view of hybrid search: base64 of int8
-  values, see `paper_vector_text`).
-- chunk table (`data/chunks.*.json`): columnar `{"v", "n", "page_start", "page_span", "section",
-  "sections"}`, enough to filter and cite any chunk without its text; section titles stored once.
-- per-paper text (`data/text/<id>.*.json`): `{"v", "id", "first", "chunks": [{"id", "s", "e", "t"}],
-  "pages": [[page, start, end], ...]}`, fetched when one of the paper's chunks is shown or cited; `pages`
-  lets a cited page's text be rebuilt from the chunks, so a quote is checked against exactly that page.
+- papers (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order.
+- chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
+  filter and cite any chunk without its text; section titles stored once.
+- per-paper text (`data/text/<id>.*.json`, `PaperText`): fetched when one of the paper's chunks is shown
+  or cited; its page spans let a cited page's text be rebuilt from the chunks, so a quote is checked
+  against exactly that page.
 - postings (`data/postings.*.json`): BM25 postings, written and read by `bm25.py`.
 - vectors (`data/vectors.*.usearch`): the USearch HNSW file, read by `hnsw.py` (written by the builder,
   which needs usearch and numpy).
 A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
 postings and its key in the USearch file.
 
-Pure functions of plain data (stdlib only), so the builder writes and CPython or Pyodide read with the
-same code.
+Every record converts to and from the JSON it is stored as (`to_json`/`from_json`), with the keys in a
+fixed order, so the same build writes the same bytes. Stdlib only: the builder writes and CPython or
+Pyodide read with the same code.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 FORMAT_VERSION = 1
@@ -38,97 +38,422 @@ def compact_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _load(data: bytes | str, what: str) -> dict:
+def load_versioned(data: bytes | str, what: str) -> dict[str, Any]:
+    """A data file's JSON, refused unless it carries this reader's FORMAT_VERSION."""
     loaded = json.loads(data)
-    if loaded.get("v") != FORMAT_VERSION:
-        raise ValueError(f"{what} has format {loaded.get('v')!r}; this reader knows {FORMAT_VERSION}")
+    if not isinstance(loaded, dict) or loaded.get("v") != FORMAT_VERSION:
+        version = loaded.get("v") if isinstance(loaded, dict) else None
+        raise ValueError(
+            f"{what} has format {version!r}; this reader knows {FORMAT_VERSION} (rebuild the site)"
+        )
     return loaded
 
 
 # --- manifest ----------------------------------------------------------------------------------------
 
 
-def manifest_bytes(manifest: dict) -> bytes:
+@dataclass(frozen=True)
+class Artifact:
+    """One file of the site with its size and checksum: the browser checks every file against it."""
+
+    path: str  # relative to the site root, with forward slashes
+    bytes: int
+    sha256: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Artifact:
+        return cls(data["path"], data["bytes"], data["sha256"])
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """The data files by role. A BEIR site held in memory has no query encoder files."""
+
+    papers: str
+    chunks: str
+    postings: str
+    vectors: str
+    encoder: str = ""
+    vocab: str = ""
+    char_classes: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {role: path for role, path in asdict(self).items() if path}
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    """The sentence embedder whose vectors the site holds; queries must be embedded by the same one."""
+
+    name: str
+    weights_sha256: str
+    dims: int
+    max_tokens: int
+    query_prefix: str = ""
+    document_prefix: str = ""
+    engine: str = ""
+
+
+@dataclass(frozen=True)
+class IndexSection:
+    """Everything that shaped the vector file, and what a reader needs to query it the same way."""
+
+    scale: float  # int8 row = clip(round(unit vector * scale), -127, 127)
+    metric: str
+    dtype: str
+    connectivity: int
+    expansion_add: int
+    expansion_search: int  # the reader's default ef
+    percentile: float  # of |x_i| that calibrated `scale`
+    usearch_version: str
+
+
+@dataclass(frozen=True)
+class Bm25Section:
+    k1: float
+    b: float
+    indexed: str  # what text of a chunk the postings index
+
+
+@dataclass(frozen=True)
+class Counts:
+    papers: int
+    pages: int
+    chunks: int
+    failures: int
+
+
+@dataclass(frozen=True)
+class RuntimeSection:
+    """The browser runtime: its files by role (`app`, `worker`, `wheel`, `pyodide`, …), the npm versions
+    it was copied from, and every file it consists of."""
+
+    files: dict[str, str]
+    versions: dict[str, str]
+    artifacts: tuple[Artifact, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.files,
+            "versions": self.versions,
+            "artifacts": [asdict(a) for a in sorted(self.artifacts, key=lambda a: a.path)],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RuntimeSection:
+        files = {role: path for role, path in data.items() if role not in ("versions", "artifacts")}
+        return cls(files, data["versions"], tuple(Artifact.from_json(a) for a in data["artifacts"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """`manifest.json`: names every data file by role (`files`) and lists every file with its checksum
+    (`artifacts`); `encoder` is the query encoder's own config (its `max_length` bounds a query);
+    `runtime` is added by the render step, so a manifest in the making has none."""
+
+    title: str
+    base_url: str
+    model: ModelSection
+    index: IndexSection
+    bm25: Bm25Section
+    encoder: dict[str, Any]
+    counts: Counts
+    files: DataFiles
+    artifacts: tuple[Artifact, ...]
+    tools: dict[str, str]
+    built_at: str
+    runtime: RuntimeSection | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format_version": FORMAT_VERSION,
+            "title": self.title,
+            "base_url": self.base_url,
+            "model": asdict(self.model),
+            "index": asdict(self.index),
+            "bm25": asdict(self.bm25),
+            "encoder": self.encoder,
+            "counts": asdict(self.counts),
+            "files": self.files.to_json(),
+            "artifacts": [asdict(a) for a in sorted(self.artifacts, key=lambda a: a.path)],
+            "tools": self.tools,
+            "built_at": self.built_at,
+        }
+        if self.runtime is not None:
+            data["runtime"] = self.runtime.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Manifest:
+        runtime = data.get("runtime")
+        return cls(
+            title=data["title"],
+            base_url=data["base_url"],
+            model=ModelSection(**data["model"]),
+            index=IndexSection(**data["index"]),
+            bm25=Bm25Section(**data["bm25"]),
+            encoder=data["encoder"],
+            counts=Counts(**data["counts"]),
+            files=DataFiles(**data["files"]),
+            artifacts=tuple(Artifact.from_json(a) for a in data["artifacts"]),
+            tools=data["tools"],
+            built_at=data["built_at"],
+            runtime=RuntimeSection.from_json(runtime) if runtime is not None else None,
+        )
+
+
+def manifest_bytes(manifest: Manifest) -> bytes:
     """Indented: the manifest is the build's human-readable record of itself."""
-    return (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json.dumps(manifest.to_json(), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def read_manifest(data: str | bytes) -> dict:
-    manifest = json.loads(data)
-    if manifest.get("format_version") != FORMAT_VERSION:
+def read_manifest(data: str | bytes) -> Manifest:
+    loaded = json.loads(data)
+    version = loaded.get("format_version") if isinstance(loaded, dict) else None
+    if version != FORMAT_VERSION:
         raise ValueError(
-            f"{MANIFEST_FILE} has format {manifest.get('format_version')!r}; this reader knows "
+            f"{MANIFEST_FILE} has format {version!r}; this reader knows "
             f"{FORMAT_VERSION} (rebuild the site with this version)"
         )
-    return manifest
+    return Manifest.from_json(loaded)
 
 
 # --- papers ------------------------------------------------------------------------------------------
 
 
-def papers_bytes(records: Sequence[dict]) -> bytes:
-    return compact_json({"v": FORMAT_VERSION, "papers": list(records)})
+@dataclass(frozen=True)
+class SectionEntry:
+    """A heading of a paper, for its page's table of contents and `section:` search."""
+
+    title: str
+    page: int
+    level: int
 
 
-def read_papers(data: bytes | str, what: str = "papers file") -> list[dict]:
-    return _load(data, what)["papers"]
+@dataclass(frozen=True)
+class PaperRecord:
+    """One paper of the papers file. Its chunks are doc ids `first_chunk … first_chunk + chunk_count - 1`;
+    `text` is the site path of its text file; `vector` is what the paper as a whole is about (see
+    `PaperVector`), absent where a site has no paper view (BEIR, where a passage is its own paper)."""
+
+    id: str
+    title: str
+    first_chunk: int
+    chunk_count: int
+    text: str
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    categories: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    version: str = ""
+    abstract: str = ""
+    published: str = ""
+    updated: str = ""
+    first_version: str = ""
+    primary_category: str = ""
+    abs_url: str = ""
+    pdf_url: str = ""
+    note: str = ""
+    pages: int = 0
+    sections: tuple[SectionEntry, ...] = ()
+    vector: str | None = None
+
+    @property
+    def doc_ids(self) -> range:
+        return range(self.first_chunk, self.first_chunk + self.chunk_count)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "version": self.version,
+            "title": self.title,
+            "authors": list(self.authors),
+            "abstract": self.abstract,
+            "published": self.published,
+            "updated": self.updated,
+            "first_version": self.first_version,
+            "year": self.year,
+            "categories": list(self.categories),
+            "primary_category": self.primary_category,
+            "abs_url": self.abs_url,
+            "pdf_url": self.pdf_url,
+            "tags": list(self.tags),
+            "note": self.note,
+            "pages": self.pages,
+            "sections": [asdict(s) for s in self.sections],
+        }
+        if self.vector is not None:
+            data["vector"] = self.vector
+        data["chunks"] = [self.first_chunk, self.chunk_count]
+        data["text"] = self.text
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PaperRecord:
+        first, count = data["chunks"]
+        return cls(
+            id=data["id"],
+            title=data["title"],
+            first_chunk=first,
+            chunk_count=count,
+            text=data["text"],
+            authors=tuple(data["authors"]),
+            year=data["year"],
+            categories=tuple(data["categories"]),
+            tags=tuple(data["tags"]),
+            version=data["version"],
+            abstract=data["abstract"],
+            published=data["published"],
+            updated=data["updated"],
+            first_version=data["first_version"],
+            primary_category=data["primary_category"],
+            abs_url=data["abs_url"],
+            pdf_url=data["pdf_url"],
+            note=data["note"],
+            pages=data["pages"],
+            sections=tuple(SectionEntry(**s) for s in data["sections"]),
+            vector=data.get("vector"),
+        )
 
 
-def paper_vector_text(values: Sequence[float]) -> str:
-    """A vector as base64 of int8 values scaled so the largest magnitude is 127: only its direction is
-    used (cosine), so no scale is stored, and 384 dimensions take 512 characters."""
-    peak = max((abs(value) for value in values), default=0.0) or 1.0
-    quantized = bytes(round(value / peak * 127) & 0xFF for value in values)
-    return base64.b64encode(quantized).decode("ascii")
+def papers_bytes(records: Iterable[PaperRecord]) -> bytes:
+    return compact_json({"v": FORMAT_VERSION, "papers": [record.to_json() for record in records]})
 
 
-def read_paper_vector(text: str) -> list[int]:
-    return [value - 256 if value > 127 else value for value in base64.b64decode(text)]
+def read_papers(data: bytes | str, what: str = "papers file") -> list[PaperRecord]:
+    return [PaperRecord.from_json(record) for record in load_versioned(data, what)["papers"]]
+
+
+class PaperVector:
+    """The one definition of a paper's vector as the site stores it: base64 of int8 values scaled so the
+    largest magnitude is 127. Only its direction is used (cosine), so no scale is stored, and 384
+    dimensions take 512 characters. The paper view of hybrid search and related papers both read it."""
+
+    @staticmethod
+    def encode(values: Sequence[float]) -> str:
+        peak = max((abs(value) for value in values), default=0.0) or 1.0
+        quantized = bytes(round(value / peak * 127) & 0xFF for value in values)
+        return base64.b64encode(quantized).decode("ascii")
+
+    @staticmethod
+    def decode(text: str) -> list[int]:
+        return [value - 256 if value > 127 else value for value in base64.b64decode(text)]
 
 
 # --- chunk table -------------------------------------------------------------------------------------
 
 
-def chunk_table_bytes(chunks: Iterable[tuple[int, int, str]]) -> bytes:
-    """(page_start, page_end, section) of every chunk in doc-id order, stored columnar: 20k chunks cost
-    a few hundred KB."""
-    rows = list(chunks)
-    titles: dict[str, int] = {}
-    section = [titles.setdefault(title, len(titles)) for _, _, title in rows]
-    return compact_json(
-        {
-            "v": FORMAT_VERSION,
-            "n": len(rows),
-            "page_start": [start for start, _, _ in rows],
-            "page_span": [end - start for start, end, _ in rows],
-            "section": section,
-            "sections": list(titles),
-        }
-    )
+@dataclass(frozen=True)
+class ChunkTable:
+    """Page and section of every chunk by doc id, stored columnar: 20k chunks cost a few hundred KB."""
+
+    page_start: list[int]
+    page_span: list[int]  # page_end - page_start
+    section: list[int]  # index into `sections`
+    sections: list[str]
+
+    @property
+    def n(self) -> int:
+        return len(self.page_start)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[int, int, str]]) -> ChunkTable:
+        """(page_start, page_end, section title) of every chunk in doc-id order."""
+        rows = list(rows)
+        titles: dict[str, int] = {}
+        section = [titles.setdefault(title, len(titles)) for _, _, title in rows]
+        return cls(
+            page_start=[start for start, _, _ in rows],
+            page_span=[end - start for start, end, _ in rows],
+            section=section,
+            sections=list(titles),
+        )
+
+    def page_end(self, doc_id: int) -> int:
+        return self.page_start[doc_id] + self.page_span[doc_id]
+
+    def section_of(self, doc_id: int) -> str:
+        return self.sections[self.section[doc_id]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"v": FORMAT_VERSION, "n": self.n, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ChunkTable:
+        table = cls(data["page_start"], data["page_span"], data["section"], data["sections"])
+        if table.n != data["n"] or not len(table.page_span) == len(table.section) == table.n:
+            raise ValueError(f"the chunk table's columns do not all hold its {data['n']} chunks")
+        return table
 
 
-def read_chunk_table(data: bytes | str, what: str = "chunk table") -> dict:
-    return _load(data, what)
+def chunk_table_bytes(table: ChunkTable) -> bytes:
+    return compact_json(table.to_json())
+
+
+def read_chunk_table(data: bytes | str, what: str = "chunk table") -> ChunkTable:
+    return ChunkTable.from_json(load_versioned(data, what))
 
 
 # --- per-paper text ----------------------------------------------------------------------------------
 
 
-def paper_text_bytes(
-    arxiv_id: str, first: int, chunks: Iterable[dict], pages: Iterable[Sequence[int]]
-) -> bytes:
-    """`chunks`: {"id", "s", "e", "t"} per chunk (chunk id, character span in the paper, text); `pages`:
-    [page, start, end) of every page in the same character offsets."""
-    return compact_json(
-        {
+@dataclass(frozen=True)
+class TextChunk:
+    """A chunk's text and its character span [start, end) in the paper's text."""
+
+    id: str
+    start: int
+    end: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "s": self.start, "e": self.end, "t": self.text}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TextChunk:
+        return cls(data["id"], data["s"], data["e"], data["t"])
+
+
+@dataclass(frozen=True)
+class PageRange:
+    """A page's character span [start, end) in the paper's text (pages are 1-based)."""
+
+    page: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PaperText:
+    """A paper's chunks, whose first is doc id `first`, and the span of each of its pages."""
+
+    id: str
+    first: int
+    chunks: tuple[TextChunk, ...]
+    pages: tuple[PageRange, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
             "v": FORMAT_VERSION,
-            "id": arxiv_id,
-            "first": first,
-            "chunks": list(chunks),
-            "pages": [list(p) for p in pages],
+            "id": self.id,
+            "first": self.first,
+            "chunks": [chunk.to_json() for chunk in self.chunks],
+            "pages": [[p.page, p.start, p.end] for p in self.pages],
         }
-    )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PaperText:
+        return cls(
+            id=data["id"],
+            first=data["first"],
+            chunks=tuple(TextChunk.from_json(chunk) for chunk in data["chunks"]),
+            pages=tuple(PageRange(*page) for page in data.get("pages", ())),
+        )
 
 
-def read_paper_text(data: bytes | str, what: str = "paper text") -> dict:
-    return _load(data, what)
+def paper_text_bytes(text: PaperText) -> bytes:
+    return compact_json(text.to_json())
+
+
+def read_paper_text(data: bytes | str, what: str = "paper text") -> PaperText:
+    return PaperText.from_json(load_versioned(data, what))
