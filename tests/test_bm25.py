@@ -4,14 +4,17 @@ from collections import Counter
 
 import pytest
 
-from readingroom_core.analysis import analyze, parse_query
+from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import (
     BM25Index,
     build_postings,
     decode_entry,
     encode_entry,
     postings_bytes,
+    read_postings,
 )
+from readingroom_core.querysyntax import parse_query
+from readingroom_core.sitedata import FORMAT_VERSION
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",
@@ -109,7 +112,7 @@ def test_top_k_cuts_the_full_ranking(postings):
 
 def test_other_parameters_are_stored_and_used():
     tuned = build_postings(CORPUS, k1=0.9, b=0.4)
-    assert (tuned["k1"], tuned["b"]) == (0.9, 0.4)
+    assert (tuned.k1, tuned.b) == (0.9, 0.4)
     got = BM25Index(tuned).search(parse_query("language models").terms, k=50)
     assert_same_ranking(got, reference_bm25(CORPUS, "language models", k1=0.9, b=0.4))
 
@@ -157,15 +160,17 @@ def test_postings_encode_deltas_and_omit_all_one_frequencies():
 
 
 def test_postings_hold_what_scoring_needs(postings):
-    assert postings["v"] == 1 and postings["n"] == len(CORPUS)
-    assert postings["dl"] == [len(analyze(doc)) for doc in CORPUS]
-    assert postings["avgdl"] == pytest.approx(sum(postings["dl"]) / len(CORPUS))
-    assert decode_entry(postings["t"]["dropout"]) == ([4, 30], [1, 1])
+    stored = json.loads(postings_bytes(postings))
+    assert stored["v"] == FORMAT_VERSION and stored["n"] == postings.n == len(CORPUS)
+    assert postings.doc_lengths == stored["dl"] == [len(analyze(doc)) for doc in CORPUS]
+    assert postings.avgdl == stored["avgdl"] == pytest.approx(sum(postings.doc_lengths) / len(CORPUS))
+    assert decode_entry(postings.terms["dropout"]) == ([4, 30], [1, 1])
 
 
 def test_json_round_trip_keeps_scores(postings):
-    loaded = json.loads(postings_bytes(postings))
+    loaded = read_postings(postings_bytes(postings))
     assert loaded == postings
+    assert postings_bytes(loaded) == postings_bytes(postings)
     for query in QUERIES:
         terms = parse_query(query).terms
         assert BM25Index(loaded).search(terms, k=10) == BM25Index(postings).search(terms, k=10)
@@ -181,7 +186,7 @@ def test_bytes_are_deterministic_and_compact():
 
 def test_reader_refuses_an_unknown_format(postings):
     with pytest.raises(ValueError, match="format"):
-        BM25Index({**postings, "v": 2})
+        read_postings(json.dumps({**postings.to_json(), "v": 2}))
 
 
 def test_empty_corpus_finds_nothing():

@@ -1,9 +1,10 @@
-"""BM25 postings: their writer (the build) and their reader (CPython and Pyodide alike).
+"""BM25 postings: their record and file (written by the build, read by CPython and Pyodide alike) and the
+scorer over them.
 
-Postings format (sitedata.FORMAT_VERSION) (short keys keep the file small; all numbers are JSON ints except the params):
+The postings file (short keys keep it small; all numbers are JSON ints except the parameters):
 
-    {"v": 1, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length, "dl": [length of doc 0, ...],
-     "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
+    {"v": FORMAT_VERSION, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length,
+     "dl": [length of doc 0, ...], "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
 
 Doc ids are chunk positions 0..N-1; the first delta is the first id. Term frequencies are left out when
 all are 1, which is most rare terms.
@@ -17,13 +18,50 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
+from typing import Any
 
 from readingroom_core.analysis import analyze
-from readingroom_core.sitedata import FORMAT_VERSION
+from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
+
+Entry = list[list[int]]  # one term's postings as stored: [deltas] or [deltas, frequencies]
 
 
-def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> dict:
+@dataclass(frozen=True)
+class Postings:
+    """The postings file: the BM25 parameters, every document's length and every term's entry."""
+
+    k1: float
+    b: float
+    avgdl: float
+    doc_lengths: list[int]
+    terms: dict[str, Entry]
+
+    @property
+    def n(self) -> int:
+        return len(self.doc_lengths)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": FORMAT_VERSION,
+            "n": self.n,
+            "k1": self.k1,
+            "b": self.b,
+            "avgdl": self.avgdl,
+            "dl": self.doc_lengths,
+            "t": self.terms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Postings:
+        postings = cls(data["k1"], data["b"], data["avgdl"], data["dl"], data["t"])
+        if postings.n != data["n"]:
+            raise ValueError(f"the postings list {postings.n} document lengths for {data['n']} documents")
+        return postings
+
+
+def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> Postings:
     """Postings for `docs`, whose positions are their doc ids (chunk order); terms come from
     `analysis.analyze`, the code that analyses queries."""
     by_term: dict[str, list[tuple[int, int]]] = {}
@@ -33,18 +71,16 @@ def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> dic
         doc_lengths.append(len(terms))
         for term, frequency in Counter(terms).items():
             by_term.setdefault(term, []).append((doc_id, frequency))
-    return {
-        "v": FORMAT_VERSION,
-        "n": len(doc_lengths),
-        "k1": k1,
-        "b": b,
-        "avgdl": sum(doc_lengths) / len(doc_lengths) if doc_lengths else 0.0,
-        "dl": doc_lengths,
-        "t": {term: encode_entry(by_term[term]) for term in sorted(by_term)},
-    }
+    return Postings(
+        k1=k1,
+        b=b,
+        avgdl=sum(doc_lengths) / len(doc_lengths) if doc_lengths else 0.0,
+        doc_lengths=doc_lengths,
+        terms={term: encode_entry(by_term[term]) for term in sorted(by_term)},
+    )
 
 
-def encode_entry(postings: list[tuple[int, int]]) -> list[list[int]]:
+def encode_entry(postings: list[tuple[int, int]]) -> Entry:
     """[doc id deltas] or [doc id deltas, frequencies] for ascending (doc id, frequency) pairs."""
     doc_ids = [doc_id for doc_id, _ in postings]
     deltas = [doc_ids[0]] + [later - earlier for earlier, later in zip(doc_ids, doc_ids[1:], strict=False)]
@@ -52,12 +88,18 @@ def encode_entry(postings: list[tuple[int, int]]) -> list[list[int]]:
     return [deltas] if all(frequency == 1 for frequency in frequencies) else [deltas, frequencies]
 
 
-def postings_bytes(data: dict) -> bytes:
+def postings_bytes(postings: Postings) -> bytes:
     """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return json.dumps(postings.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False).encode(
+        "ascii"
+    )
 
 
-def decode_entry(entry: list[list[int]]) -> tuple[list[int], list[int]]:
+def read_postings(data: bytes | str, what: str = "postings") -> Postings:
+    return Postings.from_json(load_versioned(data, what))
+
+
+def decode_entry(entry: Entry) -> tuple[list[int], list[int]]:
     """Doc ids and term frequencies of one term's postings entry."""
     doc_ids = list(accumulate(entry[0]))
     frequencies = entry[1] if len(entry) > 1 else [1] * len(doc_ids)
@@ -69,22 +111,16 @@ def lucene_idf(n_docs: int, doc_freq: int) -> float:
     return math.log(1 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
-def _check_version(data: dict, what: str) -> None:
-    if data.get("v") != FORMAT_VERSION:
-        raise ValueError(f"{what} has postings format {data.get('v')!r}; this reader knows {FORMAT_VERSION}")
-
-
 class BM25Index:
-    """Okapi BM25 (with the classic (k1 + 1) numerator) over a postings dict."""
+    """Okapi BM25 (with the classic (k1 + 1) numerator) over the postings."""
 
-    def __init__(self, postings: dict):
-        _check_version(postings, "index")
-        self.n_docs: int = postings["n"]
-        self.k1: float = postings["k1"]
-        self.b: float = postings["b"]
-        self.avgdl: float = postings["avgdl"]
-        self.doc_lengths: list[int] = postings["dl"]
-        self._terms: dict[str, list] = postings["t"]
+    def __init__(self, postings: Postings) -> None:
+        self.n_docs = postings.n
+        self.k1 = postings.k1
+        self.b = postings.b
+        self.avgdl = postings.avgdl
+        self.doc_lengths = postings.doc_lengths
+        self._terms = postings.terms
         self._decoded: dict[str, tuple[list[int], list[int]] | None] = {}
         self._weights: dict[str, tuple[list[int], list[float]] | None] = {}
         # for "did you mean", built when first needed: all terms in order, and per initial letter met so
