@@ -5,13 +5,13 @@ import pytest
 from readingroom_core.analysis import (
     FOLD_TABLE,
     STOP_WORDS,
-    Query,
     analyze,
+    bare_id,
     contains_phrase,
     fold,
-    parse_query,
     stem,
 )
+from readingroom_core.querysyntax import Query, parse_query
 
 # Word -> stem pairs from the sample vocabulary published with the Snowball English (Porter2) stemmer.
 PORTER2_SAMPLES = {
@@ -212,6 +212,11 @@ def test_phrases_leave_out_joined_compounds_but_terms_keep_them():
     query = parse_query('"fine-tuning BERT-base" models')
     assert query.phrases == [["fine", "tune", "bert", "base"]]
     assert query.terms == ["finetun", "fine", "tune", "bertbas", "bert", "base", "model"]
+
+
+def test_bare_id_is_how_filters_and_citations_compare_arxiv_ids():
+    assert bare_id(" 2005.11401V2 ") == "2005.11401"
+    assert bare_id("hep-th/9901001v3") == bare_id("hep-th/9901001") == "hep-th/9901001"
 
 
 def test_parse_query_edge_cases():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -14,16 +12,21 @@ import pytest
 
 import readingroom_core
 from builder.stages.index import write_index
-from readingroom_core import engine as engine_module
-from readingroom_core.bm25 import build_postings
-from readingroom_core.engine import (
-    Filters,
-    QuerySyntaxError,
-    SearchEngine,
-    SearchOptions,
-    merge_filters,
-    parse_search,
-    parse_year,
+from readingroom_core import filters as filters_module
+from readingroom_core.bm25 import build_postings, postings_bytes
+from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.filters import Filters
+from readingroom_core.querysyntax import QuerySyntaxError
+from readingroom_core.sitedata import (
+    ChunkTable,
+    DataFiles,
+    PaperRecord,
+    PaperText,
+    SectionEntry,
+    TextChunk,
+    chunk_table_bytes,
+    paper_text_bytes,
+    papers_bytes,
 )
 
 PAPERS = [
@@ -205,59 +208,51 @@ def _write(root: Path, relative: str, data: bytes) -> str:
     return relative
 
 
-def build_site(root: Path, vectors: np.ndarray) -> dict:
+def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
     passages = _passages()
-    section_titles = list(dict.fromkeys(title for _, title, _ in passages))
     papers, first = [], 0
     for index, paper in enumerate(PAPERS):
         texts = [text for paper_index, _, text in passages if paper_index == index]
         chunks, offset = [], 0
         for number, text in enumerate(texts):
-            chunks.append({"id": f"{index:08x}{number:08x}", "s": offset, "e": offset + len(text), "t": text})
+            chunks.append(TextChunk(f"{index:08x}{number:08x}", offset, offset + len(text), text))
             offset += len(text) + 1
-        text_file = {"v": 1, "id": paper["id"], "first": first, "chunks": chunks}
+        text_file = PaperText(paper["id"], first, tuple(chunks))
         year = paper["year"]
         papers.append(
-            {
-                "id": paper["id"],
-                "version": "v1",
-                "title": paper["title"],
-                "authors": paper["authors"],
-                "abstract": "",
-                "published": f"{year}-01-15",
-                "updated": f"{year}-02-01",
-                "year": year,
-                "categories": paper["categories"],
-                "primary_category": paper["categories"][0],
-                "abs_url": f"https://arxiv.org/abs/{paper['id']}v1",
-                "pdf_url": f"https://arxiv.org/pdf/{paper['id']}v1",
-                "tags": paper["tags"],
-                "note": "",
-                "pages": 9,
-                "sections": [{"title": t, "page": 1, "level": 1} for t in paper["sections"]],
-                "chunks": [first, len(texts)],
-                "text": _write(root, f"data/text/{paper['id']}.json", json.dumps(text_file).encode()),
-            }
+            PaperRecord(
+                id=paper["id"],
+                version="v1",
+                title=paper["title"],
+                authors=tuple(paper["authors"]),
+                published=f"{year}-01-15",
+                updated=f"{year}-02-01",
+                year=year,
+                categories=tuple(paper["categories"]),
+                primary_category=paper["categories"][0],
+                abs_url=f"https://arxiv.org/abs/{paper['id']}v1",
+                pdf_url=f"https://arxiv.org/pdf/{paper['id']}v1",
+                tags=tuple(paper["tags"]),
+                pages=9,
+                sections=tuple(SectionEntry(title, 1, 1) for title in paper["sections"]),
+                first_chunk=first,
+                chunk_count=len(texts),
+                text=_write(root, f"data/text/{paper['id']}.json", paper_text_bytes(text_file)),
+            )
         )
         first += len(texts)
-    table = {
-        "v": 1,
-        "n": len(passages),
-        "page_start": [1 + doc_id % 4 for doc_id in range(len(passages))],
-        "page_span": [doc_id % 2 for doc_id in range(len(passages))],
-        "section": [section_titles.index(title) for _, title, _ in passages],
-        "sections": section_titles,
-    }
+    table = ChunkTable.from_rows(
+        (1 + doc_id % 4, 1 + doc_id % 4 + doc_id % 2, title) for doc_id, (_, title, _) in enumerate(passages)
+    )
     write_index(root / "data/vectors.usearch", np.arange(len(passages)), vectors)
-    files = {
-        "papers": _write(root, "data/papers.json", json.dumps({"v": 1, "papers": papers}).encode()),
-        "chunks": _write(root, "data/chunks.json", json.dumps(table).encode()),
-        "postings": _write(
-            root, "data/postings.json", json.dumps(build_postings([t for _, _, t in passages])).encode()
+    return DataFiles(
+        papers=_write(root, "data/papers.json", papers_bytes(papers)),
+        chunks=_write(root, "data/chunks.json", chunk_table_bytes(table)),
+        postings=_write(
+            root, "data/postings.json", postings_bytes(build_postings([t for _, _, t in passages]))
         ),
-        "vectors": "data/vectors.usearch",
-    }
-    return {"format_version": 1, "title": "test", "files": files}
+        vectors="data/vectors.usearch",
+    )
 
 
 class RecordingReader:
@@ -281,10 +276,9 @@ def encoder(model_dir):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, encoder) -> tuple[Path, dict]:
+def site(tmp_path_factory, encoder) -> tuple[Path, DataFiles]:
     root = tmp_path_factory.mktemp("site")
-    manifest = build_site(root, encoder([text for _, _, text in _passages()]))
-    return root, manifest
+    return root, build_site(root, encoder([text for _, _, text in _passages()]))
 
 
 @pytest.fixture
@@ -309,74 +303,6 @@ def embed(encoder, query: str) -> list[float]:
 
 def doc_of(text_start: str) -> int:
     return next(doc_id for doc_id, (_, _, text) in enumerate(_passages()) if text.startswith(text_start))
-
-
-# --- query syntax ------------------------------------------------------------------------------------
-
-
-def test_field_filters_are_parsed_out_of_the_query():
-    query, filters = parse_search(
-        'low-rank year:2020..2023 cat:cs.CL tag:rag id:2005.11401v2 author:"van der" x'
-    )
-    assert query.terms == ["lowrank", "low", "rank"]
-    assert filters == Filters(
-        year_min=2020,
-        year_max=2023,
-        categories=("cs.CL",),
-        tags=("rag",),
-        paper_ids=("2005.11401v2",),
-        authors=("van der",),
-    )
-
-
-def test_repeated_fields_are_alternatives_and_years_intersect():
-    query, filters = parse_search("attention cat:cs.CL CAT:cs.CV year:>=2020 year:<2023")
-    assert query.terms == ["attent"]
-    assert filters.categories == ("cs.CL", "cs.CV")
-    assert (filters.year_min, filters.year_max) == (2020, 2022)
-
-
-def test_phrases_survive_field_parsing():
-    query, filters = parse_search('"low-rank adaptation" author:hu')
-    assert query.phrases == [["low", "rank", "adapt"]]
-    assert filters.authors == ("hu",)
-
-
-def test_words_with_colons_that_are_not_fields_stay_text():
-    query, filters = parse_search("ratio:3 foo:bar")
-    assert filters.is_empty()
-    assert "ratio" in query.terms and "foo" in query.terms
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("2021", (2021, 2021)),
-        ("2020..2023", (2020, 2023)),
-        ("2020..", (2020, None)),
-        ("..2023", (None, 2023)),
-        (">=2021", (2021, None)),
-        (">2021", (2022, None)),
-        ("<=2021", (None, 2021)),
-        ("<2021", (None, 2020)),
-    ],
-)
-def test_year_values(value, expected):
-    assert parse_year(value) == expected
-
-
-@pytest.mark.parametrize("value", ["20", "..", "2021-2023", "recent"])
-def test_bad_year_values_are_refused(value):
-    with pytest.raises(QuerySyntaxError, match="year:"):
-        parse_search(f"attention year:{value}")
-
-
-def test_merge_intersects_years_and_joins_lists():
-    merged = merge_filters(
-        Filters(year_min=2019, categories=("cs.CL",)),
-        Filters(year_min=2021, year_max=2022, categories=("cs.CL", "cs.IR")),
-    )
-    assert merged == Filters(year_min=2021, year_max=2022, categories=("cs.CL", "cs.IR"))
 
 
 # --- retrieval ---------------------------------------------------------------------------------------
@@ -476,7 +402,7 @@ def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkey
     exact = SearchEngine(site[1], RecordingReader(site[0])).search(
         f"year:2022..2023 {query}", vector, options
     )
-    monkeypatch.setattr(engine_module, "EXACT_SCAN_COST_RATIO", 0)
+    monkeypatch.setattr(filters_module, "EXACT_SCAN_COST_RATIO", 0)
     fetched = SearchEngine(site[1], RecordingReader(site[0])).search(
         f"year:2022..2023 {query}", vector, options
     )
@@ -599,14 +525,9 @@ def test_core_imports_only_the_standard_library():
                 if top not in sys.stdlib_module_names and top not in ("__future__", "readingroom_core"):
                     outside.add(f"{module.name}: {name}")
     assert not outside
-    assert {"engine.py", "fusion.py", "snippets.py"} <= {m.name for m in package_dir.glob("*.py")}
-
-
-def test_the_encoder_reads_the_query_without_its_field_filters():
-    from readingroom_core.engine import embedding_text
-
-    query = 'low-rank  adapters year:2020..2023 author:"van der" cat:cs.CL "exact phrase" id:2106.09685'
-    assert embedding_text(query) == 'low-rank adapters "exact phrase"'
+    assert {"engine.py", "querysyntax.py", "fusion.py", "snippets.py"} <= {
+        m.name for m in package_dir.glob("*.py")
+    }
 
 
 def test_did_you_mean_offers_the_corpus_own_words(engine):
@@ -615,41 +536,3 @@ def test_did_you_mean_offers_the_corpus_own_words(engine):
     assert engine.suggest("Retreival tag:rag") == "Retrieval tag:rag"
     assert engine.suggest("low-rank adaptation") is None  # every word is in the corpus
     assert engine.suggest("zzqx") is None  # nothing close: no suggestion rather than a wild guess
-
-
-def _stem_distance_by_table(stem: str, word: str, limit: int) -> tuple[int, int]:
-    """stem_distance as the plain dynamic-programming table (adjacent transpositions cost one)."""
-    rows = [list(range(len(word) + 1))]
-    for i in range(1, len(stem) + 1):
-        row = [i] + [0] * len(word)
-        for j in range(1, len(word) + 1):
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (stem[i - 1] != word[j - 1]))
-            if i > 1 and j > 1 and stem[i - 1] == word[j - 2] and stem[i - 2] == word[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    ends = range(max(1, len(word) - engine_module.MAX_ENDING), len(word) + 1)
-    best = min(((rows[-1][j], len(word) - j) for j in ends), default=(limit + 1, 0))
-    return best if best[0] <= limit else (limit + 1, 0)
-
-
-def test_stem_distance_is_the_edit_distance_table_to_the_closest_prefix():
-    """The bit-parallel stem_distance (did-you-mean's cost) agrees with the plain table everywhere."""
-    assert engine_module.stem_distance("adapt", "adaptaion", 2) == (0, 4)  # "adapt" + "aion"
-    assert engine_module.stem_distance("transform", "transfomer", 2) == (1, 2)  # "transfom" + "er"
-    assert engine_module.stem_distance("attent", "attnetion", 2) == (1, 3)  # a transposition
-    assert engine_module.stem_distance("zebra", "attention", 2) == (3, 0)
-    rng = random.Random(20261123)
-    for alphabet in ("ab", "abc", "aeinorst"):  # few letters: many repeats and transpositions
-        for _ in range(3000):
-            stem = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-            word = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-            limit = rng.randint(0, 3)
-            expected = _stem_distance_by_table(stem, word, limit)
-            assert engine_module.stem_distance(stem, word, limit) == expected, (stem, word, limit)
-
-
-def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
-    assert engine_module.edit_distance("attnetion", "attention", 2) == 1
-    assert engine_module.edit_distance("transfom", "transform", 2) == 1
-    assert engine_module.edit_distance("kitten", "sitting", 3) == 3
-    assert engine_module.edit_distance("abcdef", "uvwxyz", 2) == 3

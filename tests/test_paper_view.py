@@ -9,8 +9,10 @@ import pytest
 from builder.stages.embed import about_text, paper_vector
 from readingroom_core.browser import open_folder
 from readingroom_core.engine import SearchOptions
+from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Fused, with_paper_prior
-from readingroom_core.sitedata import paper_vector_text, read_paper_vector
+from readingroom_core.paperview import PaperView
+from readingroom_core.sitedata import PaperRecord, PaperVector
 
 NO_SHARED_WORD = "zzqx vvqk"  # no term of the corpus: BM25 finds nothing, only the semantic side speaks
 
@@ -30,10 +32,10 @@ def test_a_paper_vector_keeps_its_direction_in_512_characters():
     rng = np.random.default_rng(7)
     for _ in range(20):
         vector = rng.normal(size=384)
-        text = paper_vector_text(vector.tolist())
+        text = PaperVector.encode(vector.tolist())
         assert len(text) == 512
-        assert cosine(read_paper_vector(text), vector) > 0.999
-    assert read_paper_vector(paper_vector_text([0.0, -1.0, 0.5])) == [0, -127, 64]
+        assert cosine(PaperVector.decode(text), vector) > 0.999
+    assert PaperVector.decode(PaperVector.encode([0.0, -1.0, 0.5])) == [0, -127, 64]
 
 
 def test_the_paper_vector_weighs_abstract_and_chunks_alike():
@@ -56,11 +58,43 @@ def test_the_paper_prior_adds_normalised_paper_scores():
     assert with_paper_prior(fused, paper_of, {0: 0.2, 1: 0.6}, 0.0) == fused
 
 
+def _paper(number: int, vector: list[float] | None) -> PaperRecord:
+    text = f"data/text/{number}.json"
+    encoded = PaperVector.encode(vector) if vector is not None else None
+    return PaperRecord(str(number), f"Paper {number}", 10 * number, 10, text, vector=encoded)
+
+
+def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
+    view = PaperView([_paper(0, [1.0, 0.0]), _paper(1, [0.6, 0.8]), _paper(2, [0.0, 1.0])])
+    similarities = view.similarities([0.0, 1.0])
+    assert similarities == pytest.approx({0: 0.0, 1: 0.8, 2: 1.0}, abs=0.01)
+    dense = [(15, 0.9), (3, 0.2)]
+    assert view.with_openings(dense, similarities, 2, None) == [
+        (20, similarities[2]),
+        (15, 0.9),
+        (10, similarities[1]),
+        (3, 0.2),
+    ]
+    only_first = Allowed(lambda doc_id: doc_id < 10, 10, None)  # the closest papers' openings are not allowed
+    assert view.with_openings(dense, similarities, 1, only_first) == [
+        (15, 0.9),
+        (3, 0.2),
+        (0, similarities[0]),
+    ]
+    assert view.with_openings(dense, similarities, 0, None) == dense
+
+
+def test_no_paper_view_where_a_paper_has_no_vector():
+    view = PaperView([_paper(0, [1.0, 0.0]), _paper(1, None)])
+    assert view.similarities([1.0, 0.0]) == {}
+    assert view.with_openings([(3, 0.5)], {}, 3, None) == [(3, 0.5)]
+
+
 def test_every_paper_of_a_built_site_carries_its_vector(built_sites):
     site = open_folder(built_sites.second)
-    dims = site.manifest["model"]["dims"]
+    dims = site.manifest.model.dims
     for paper in site.engine.papers:
-        assert len(read_paper_vector(paper["vector"])) == dims
+        assert paper.vector is not None and len(PaperVector.decode(paper.vector)) == dims
 
 
 def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):
@@ -68,29 +102,29 @@ def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):
     its opening passage included; without the paper view that opening is not among the results."""
     engine = open_folder(built_sites.second).engine
     for index, paper in enumerate(engine.papers):
-        query = unit(read_paper_vector(paper["vector"]))
-        opening = engine.papers[index]["chunks"][0]
+        query = unit(PaperVector.decode(paper.vector))
+        opening = engine.papers[index].first_chunk
         hits = engine.search(NO_SHARED_WORD, query, SearchOptions(k=5))
-        assert hits[0].arxiv_id == paper["id"]
+        assert hits[0].arxiv_id == paper.id
         assert opening in [hit.doc_id for hit in hits]
         plain = engine.search(NO_SHARED_WORD, query, SearchOptions(k=5, paper_weight=0, paper_openings=0))
         lifted = {hit.doc_id: hit.score for hit in hits}
         for hit in plain:  # the prior only adds: every passage of the paper scores higher than before
-            if hit.arxiv_id == paper["id"] and hit.doc_id in lifted:
+            if hit.arxiv_id == paper.id and hit.doc_id in lifted:
                 assert lifted[hit.doc_id] > hit.score
 
 
 def test_filters_keep_the_paper_view_inside_them(built_sites):
     engine = open_folder(built_sites.second).engine
     first, other = engine.papers[0], engine.papers[1]
-    query = unit(read_paper_vector(first["vector"]))
-    hits = engine.search(f"{NO_SHARED_WORD} id:{other['id']}", query, SearchOptions(k=5))
-    assert hits and {hit.arxiv_id for hit in hits} == {other["id"]}
+    query = unit(PaperVector.decode(first.vector))
+    hits = engine.search(f"{NO_SHARED_WORD} id:{other.id}", query, SearchOptions(k=5))
+    assert hits and {hit.arxiv_id for hit in hits} == {other.id}
 
 
 def test_dense_and_bm25_modes_are_left_as_they_are(built_sites):
     engine = open_folder(built_sites.second).engine
-    query = unit(read_paper_vector(engine.papers[0]["vector"]))
+    query = unit(PaperVector.decode(engine.papers[0].vector))
     for mode in ("dense", "bm25"):
         with_view = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode))
         without = engine.search(

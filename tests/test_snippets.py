@@ -1,6 +1,7 @@
 import re
 
-from readingroom_core.analysis import analyze, parse_query
+from readingroom_core.analysis import analyze
+from readingroom_core.querysyntax import parse_query
 from readingroom_core.snippets import ELLIPSIS, ROW_JOINT, find_matches, is_table_text, make_snippet
 
 FILLER = "Other sections discuss unrelated matters such as the datasets, the hardware and the budget. "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Blocks whose characters were all assigned (or are permanently reserved) long before Unicode 14, so
@@ -145,38 +144,17 @@ def _normalize_term(token: str) -> str:
     return stem(token) if token.isalpha() else token
 
 
-@dataclass(frozen=True)
-class Query:
-    """An analysed query: every term (for scoring) and the quoted phrases (for phrase checks)."""
-
-    terms: list[str] = field(default_factory=list)  # distinct, in first-seen order, phrases included
-    phrases: list[list[str]] = field(default_factory=list)  # two or more terms each, no joined compounds
+_ARXIV_VERSION_RE = re.compile(r"v\d+$")
 
 
-_QUOTED_RE = re.compile(r"[\"\u201c\u201d\u201e]([^\"\u201c\u201d\u201e]*)[\"\u201c\u201d\u201e]")
-
-
-def parse_query(query: str) -> Query:
-    """Split a search box string into terms and "quoted phrases".
-
-    An unmatched quote is ignored (the user is still typing), and a quoted single word is a plain term.
-    """
-    phrases: list[list[str]] = []
-    position = 0
-    ordered_terms: list[str] = []
-    for match in _QUOTED_RE.finditer(query):
-        ordered_terms.extend(analyze(query[position : match.start()]))
-        ordered_terms.extend(analyze(match.group(1)))
-        phrase = analyze(match.group(1), joined_compounds=False)
-        if len(phrase) >= 2:
-            phrases.append(phrase)
-        position = match.end()
-    ordered_terms.extend(analyze(query[position:]))
-    return Query(terms=list(dict.fromkeys(ordered_terms)), phrases=phrases)
+def bare_id(arxiv_id: str) -> str:
+    """An arXiv id as filters and citations compare it: lower case, without its version suffix, so
+    `2005.11401v2` names the paper `2005.11401`."""
+    return _ARXIV_VERSION_RE.sub("", arxiv_id.strip().lower())
 
 
 def contains_phrase(text: str, phrase: list[str]) -> bool:
-    """Whether `phrase` (from `parse_query`) occurs in `text` as adjacent terms, stop words aside.
+    """Whether `phrase` (from `querysyntax.parse_query`) occurs in `text` as adjacent terms, stop words aside.
 
     The text is analysed like phrases are, without joined compounds, so hyphens and spaces between
     words do not matter ("fine-tuning" = "fine tuning"), but a glued "GPT3" does not match "GPT-3 ...".
