@@ -34,8 +34,8 @@ from readingroom_core.answers import (
     verify,
 )
 from readingroom_core.browser import open_folder
-from readingroom_core.citations import find_quote
-from readingroom_core.engine import embedding_text
+from readingroom_core.querysyntax import embedding_text
+from readingroom_core.verification import find_quote
 
 pytestmark = pytest.mark.mirror
 
@@ -79,21 +79,21 @@ def whole_pages(engine) -> list[Source]:
     pages = []
     for index, paper in enumerate(engine.papers):
         text_file = engine.text_file(index)
-        numbers = [page for page, _, _ in text_file["pages"]]
+        numbers = [page.page for page in text_file.pages]
         for number, text in page_texts(text_file, numbers).items():
             if text:
-                pages.append(Source(0, paper["id"], number, number, "", paper["title"], "", text))
+                pages.append(Source(0, paper.id, number, number, "", paper.title, "", text))
     return pages
 
 
 def test_prompts_stay_within_the_budget_by_real_tokenizers(engine, encode):
-    long_question = " ".join(engine.chunk(5)["t"].split()[:220]) + " What does this paragraph claim, and why?"
+    long_question = " ".join(engine.chunk(5).text.split()[:220]) + " What does this paragraph claim, and why?"
     questions = [
         *site_questions(6),
         long_question,
         "Wie schätzt QLoRA 4-bit NF4 (≈0.37 bits/param) ab? β₁=0.9",
     ]
-    previous = Turn(site_questions(1)[0], " ".join(engine.chunk(9)["t"].split()) * 2)
+    previous = Turn(site_questions(1)[0], " ".join(engine.chunk(9).text.split()) * 2)
     prompts, budgets = [], []
     for budget in (1200, 3000, DEFAULT_BUDGET, 12000):
         for question in questions:
@@ -234,7 +234,7 @@ def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(mirror_site):
     """The dev questions' evidence sentences, copied from real PDFs (ligatures, "cor- pus" hyphens and
     all), verify on their gold page and not on a neighbouring source page."""
     engine = open_folder(mirror_site).engine
-    paper_index = {paper["id"]: index for index, paper in enumerate(engine.papers)}
+    paper_index = {paper.id: index for index, paper in enumerate(engine.papers)}
     checked = 0
     for line in DEV_QUESTIONS.read_text(encoding="utf-8").splitlines():
         question = json.loads(line)
@@ -242,7 +242,7 @@ def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(mirror_site):
             continue
         arxiv_id, page = question["relevant"][0]["arxiv_id"], question["relevant"][0]["pages"][0]
         text_file = engine.text_file(paper_index[arxiv_id])
-        texts = page_texts(text_file, [p for p, _, _ in text_file["pages"]])
+        texts = page_texts(text_file, [p.page for p in text_file.pages])
         other = page + 2 if page + 2 in texts else page - 2
         evidence = {
             "sources": [

@@ -10,7 +10,8 @@ from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
 
 from builder.stages.runtime import build_core_wheel
 from readingroom_core.answers import verify
-from readingroom_core.citations import find_quote, parse_citations
+from readingroom_core.citations import parse_citations
+from readingroom_core.verification import find_quote
 
 SURVEY, RAG = "2312.10997", "2005.11401"
 PAGE_7 = (

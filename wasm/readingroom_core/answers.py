@@ -35,7 +35,7 @@ The worker first embeds `retrieval_text(request)` (the string the search will us
 None gives keyword-only evidence.
 
 `verify(answer_text, evidence)` takes that evidence dict (only "sources" and "pages" are read) and
-returns `citations.VerifyResult.to_dict()`: {"citations": [...], "uncited": [...], "verified", "total",
+returns `verification.VerifyResult.to_dict()`: {"citations": [...], "uncited": [...], "verified", "total",
 "summary"}.
 """
 
@@ -46,8 +46,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from readingroom_core.citations import SHAPE, SourceSpan, bare_id, parse_citations, verify_answer
+from readingroom_core.analysis import bare_id
+from readingroom_core.citations import SHAPE, pages_label, parse_citations
 from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.sitedata import PaperText, TextChunk
+from readingroom_core.verification import SourceSpan, verify_answer
 
 DEFAULT_BUDGET = 6000
 MIN_BUDGET = 500
@@ -134,9 +137,7 @@ class Source:
 
     @property
     def label(self) -> str:
-        if self.page_start == self.page_end:
-            return f"p.{self.page_start}"
-        return f"pp.{self.page_start}-{self.page_end}"
+        return pages_label(self.page_start, self.page_end)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -281,33 +282,36 @@ def retrieval_query(question: str, previous: Turn | None = None) -> str:
     return " ".join(query.split()[:QUESTION_WORDS_FOR_RETRIEVAL])
 
 
-def page_texts(text_file: Mapping, pages: Sequence[int]) -> dict[int, str]:
+def page_texts(text_file: PaperText, pages: Sequence[int]) -> dict[int, str]:
     """Each listed page's text, rebuilt from the chunks of the paper's text file and its page offsets;
     text no chunk covers (the bibliography) shows as an ellipsis line."""
-    spans = {page: (start, end) for page, start, end in text_file["pages"]}
-    chunks = sorted(text_file["chunks"], key=lambda c: c["s"])
+    spans = {page.page: (page.start, page.end) for page in text_file.pages}
+    chunks = sorted(text_file.chunks, key=lambda c: c.start)
     texts = {}
     for page in pages:
         if page not in spans:
             continue
         start, end = spans[page]
-        parts, cursor = [], start
+        parts: list[str] = []
+        cursor = start
         for chunk in chunks:
-            if chunk["e"] <= cursor or chunk["s"] >= end:
+            if chunk.end <= cursor or chunk.start >= end:
                 continue
-            begin = max(chunk["s"], cursor)
+            begin = max(chunk.start, cursor)
             if begin > cursor and parts:
                 parts.append("\n\u2026\n")
-            stop = min(chunk["e"], end)
-            parts.append(chunk["t"][begin - chunk["s"] : stop - chunk["s"]])
+            stop = min(chunk.end, end)
+            parts.append(chunk.text[begin - chunk.start : stop - chunk.start])
             cursor = stop
         texts[page] = "".join(parts).strip()
     return texts
 
 
-def _page_breaks(text_file: Mapping, chunk: Mapping) -> tuple[tuple[int, int], ...]:
+def _page_breaks(text_file: PaperText, chunk: TextChunk) -> tuple[tuple[int, int], ...]:
     return tuple(
-        (start - chunk["s"], page) for page, start, _ in text_file["pages"] if chunk["s"] < start < chunk["e"]
+        (page.start - chunk.start, page.page)
+        for page in text_file.pages
+        if chunk.start < page.start < chunk.end
     )
 
 
@@ -353,7 +357,7 @@ def select_evidence(
     if query_vector is None:
         options.mode = "bm25"
     hits = engine.search(query, query_vector, options)
-    paper_index = {paper["id"]: index for index, paper in enumerate(engine.papers)}
+    paper_index = {paper.id: index for index, paper in enumerate(engine.papers)}
     candidates = []
     for hit in hits:
         text_file = engine.text_file(paper_index[hit.arxiv_id])

@@ -20,17 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from readingroom_core import answers
-from readingroom_core.engine import (
-    Filters,
-    Hit,
-    Prepared,
-    QuerySyntaxError,
-    SearchEngine,
-    SearchOptions,
-    embedding_text,
-    weak_match,
-)
-from readingroom_core.sitedata import MANIFEST_FILE, read_manifest
+from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions, weak_match
+from readingroom_core.filters import Filters
+from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
+from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 Reader = Callable[[str], bytes]
@@ -84,10 +77,10 @@ def open_site(read: Reader, manifest_text: str | bytes | None = None) -> Site:
     if manifest_text is None:
         manifest_text = as_bytes(read(MANIFEST_FILE))
     manifest = read_manifest(manifest_text)
-    return Site(manifest, SearchEngine(manifest, lambda path: as_bytes(read(path))))
+    return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path))))
 
 
-def hit_json(hit: Hit, paper: dict) -> dict:
+def hit_json(hit: Hit, paper: PaperRecord) -> dict:
     """A result as every front end shows it: where it is, how it ranked, and its snippet three ways
     (plain text, highlight offsets, and [text, marked] runs ready to draw)."""
     return {
@@ -95,8 +88,8 @@ def hit_json(hit: Hit, paper: dict) -> dict:
         "chunk_id": hit.chunk_id,
         "arxiv_id": hit.arxiv_id,
         "title": hit.title,
-        "authors": paper["authors"],
-        "year": paper["year"],
+        "authors": list(paper.authors),
+        "year": paper.year,
         "page_start": hit.page_start,
         "page_end": hit.page_end,
         "section": hit.section,
@@ -145,16 +138,16 @@ def request_filters(data: dict) -> Filters:
 class Site:
     """One opened site: its manifest, its engine, and (once semantic search loads) its query tokenizer."""
 
-    manifest: dict
+    manifest: Manifest
     engine: SearchEngine
     tokenizer: WordPieceTokenizer | None = None
-    papers_by_id: dict[str, dict] = field(init=False)
+    papers_by_id: dict[str, PaperRecord] = field(init=False)
     # What `prepare` did for the next `search`: (the request without its vector, the prepared search, the
     # suggestion)
     _prepared: tuple[dict, Prepared, str | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.papers_by_id = {paper["id"]: paper for paper in self.engine.papers}
+        self.papers_by_id = {paper.id: paper for paper in self.engine.papers}
 
     def hit_json(self, hit: Hit) -> dict:
         return hit_json(hit, self.papers_by_id[hit.arxiv_id])
@@ -165,12 +158,12 @@ class Site:
         The whole graph is checked here, once: a damaged one would otherwise load fine and then fail
         every query that walks into the damage."""
         self.engine.load_vectors().check_graph()
-        files = self.manifest["files"]
+        files = self.manifest.files
         read = self.engine.read
         self.tokenizer = WordPieceTokenizer.from_data(
-            read(files["vocab"]).decode("utf-8"),
-            json.loads(read(files["char_classes"])),
-            max_length=self.manifest["encoder"]["max_length"],
+            read(files.vocab).decode("utf-8"),
+            json.loads(read(files.char_classes)),
+            max_length=self.manifest.encoder["max_length"],
         )
 
     def vector_rows(self) -> bytes:
@@ -201,7 +194,7 @@ class Site:
         if self.tokenizer is None:
             raise RuntimeError("load_semantic() first: the tokenizer comes with the semantic files")
         text = embedding_text(query)
-        return self.tokenizer.encode(self.manifest["model"].get("query_prefix", "") + text) if text else []
+        return self.tokenizer.encode(self.manifest.model.query_prefix + text) if text else []
 
     def prepare(self, request_json: str) -> str:
         """Do the part of `search(request_json)` that needs no query vector now, while the encoder's worker
@@ -260,9 +253,7 @@ class Site:
             return json.dumps({"error": str(error)})
         for source in found["sources"]:
             paper = self.papers_by_id[source["arxiv_id"]]
-            source.update(
-                authors=paper["authors"], year=paper["year"], categories=paper.get("categories", [])
-            )
+            source.update(authors=list(paper.authors), year=paper.year, categories=list(paper.categories))
         return json.dumps(found)
 
     def verify_answer(self, request_json: str) -> str:
