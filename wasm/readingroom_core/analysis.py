@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import TypeVar
 
 # Blocks whose characters were all assigned (or are permanently reserved) long before Unicode 14, so
 # their decompositions are fixed by Unicode's normalization stability policy.
@@ -199,7 +201,10 @@ _INVARIANT_AFTER_1A = frozenset(
 )
 
 
-def _longest_first(rules):
+SuffixRule = TypeVar("SuffixRule", str, tuple[str, str])
+
+
+def _longest_first(rules: Iterable[SuffixRule]) -> tuple[SuffixRule, ...]:
     """Sort suffix rules so that the first match is the longest, as every Porter2 step requires."""
     return tuple(sorted(rules, key=lambda rule: -len(rule if isinstance(rule, str) else rule[0])))
 

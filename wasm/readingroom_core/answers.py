@@ -45,6 +45,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import SHAPE, pages_label, parse_citations
@@ -139,7 +140,7 @@ class Source:
     def label(self) -> str:
         return pages_label(self.page_start, self.page_end)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["page_breaks"]
         data["label"] = self.label
@@ -163,7 +164,7 @@ class Prompt:
         turns = [f"{m['role'].upper()}:\n{m['content']}" for m in self.messages]
         return "\n\n".join([f"SYSTEM:\n{self.system}", *turns])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"system": self.system, "messages": self.messages, "text": self.text}
 
 
@@ -326,7 +327,7 @@ class Evidence:
     budget: int
     left_out: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "retrieval_query": self.retrieval_query,
@@ -395,11 +396,11 @@ def select_evidence(
     )
 
 
-def sources_for_verification(sources: Sequence[Mapping]) -> list[SourceSpan]:
+def sources_for_verification(sources: Sequence[Mapping[str, Any]]) -> list[SourceSpan]:
     return [SourceSpan(s["n"], s["arxiv_id"], s["page_start"], s["page_end"], s["text"]) for s in sources]
 
 
-def _previous_turn(history: Sequence[Mapping] | None) -> Turn | None:
+def _previous_turn(history: Sequence[Mapping[str, Any]] | None) -> Turn | None:
     if not history:
         return None
     last = history[-1]
@@ -409,7 +410,9 @@ def _previous_turn(history: Sequence[Mapping] | None) -> Turn | None:
 # --- JSON helpers for the browser --------------------------------------------------------------------
 
 
-def evidence(engine: SearchEngine, request: Mapping, query_vector: Sequence[float] | None) -> dict:
+def evidence(
+    engine: SearchEngine, request: Mapping[str, Any], query_vector: Sequence[float] | None
+) -> dict[str, Any]:
     found = select_evidence(
         engine,
         str(request["question"]),
@@ -421,11 +424,11 @@ def evidence(engine: SearchEngine, request: Mapping, query_vector: Sequence[floa
     return found.to_dict()
 
 
-def retrieval_text(request: Mapping) -> str:
+def retrieval_text(request: Mapping[str, Any]) -> str:
     return retrieval_query(str(request["question"]), _previous_turn(request.get("history")))
 
 
-def verify(answer_text: str, evidence_data: Mapping) -> dict:
+def verify(answer_text: str, evidence_data: Mapping[str, Any]) -> dict[str, Any]:
     pages = {
         paper: {int(page): text for page, text in texts.items()}
         for paper, texts in (evidence_data.get("pages") or {}).items()

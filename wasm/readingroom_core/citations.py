@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 SHAPE = '[arXiv:ID p.N "short verbatim quote"]'
 MIN_CLAIM_WORDS = 4
@@ -35,6 +36,7 @@ _PAGE = (
     r"(?:\s*(?:-|\u2010|\u2011|\u2012|\u2013|\u2014|to)\s*(?:pp?\.?\s*)?(?P<last>\d{1,4}))?"
 )
 _MARKS = r"[\s*_`]*"
+_MARKS_RE = re.compile(_MARKS)
 _OPENING = {'"': '"', "\u201c": "\u201d\u201c\"", "\u201d": "\u201d\"", "\u00ab": "\u00bb", "\u201e": "\u201c\u201d\"",
             "\u2033": "\u2033\""}  # fmt: skip
 _CITATION_RE = re.compile(
@@ -73,7 +75,7 @@ class Citation:
     def pages_label(self) -> str:
         return pages_label(self.page, self.page_end)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["verified"] = self.verified
         data["highlight"] = list(self.highlight) if self.highlight else None
@@ -95,9 +97,15 @@ def pages_label(first: int, last: int) -> str:
     return f"p.{first}" if first == last else f"pp.{first}-{last}"
 
 
+def _end_of_run(pattern: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run of `pattern` (which may match nothing) that starts at `at` ends."""
+    match = pattern.match(text, at)
+    return match.end() if match else at
+
+
 def _read_quote(answer: str, at: int) -> tuple[str, int] | None:
     """The quote opening at `at` (after optional marks) and the offset after its closing mark."""
-    skipped = re.compile(_MARKS).match(answer, at).end()
+    skipped = _end_of_run(_MARKS_RE, answer, at)
     opening = answer[skipped : skipped + 1]
     closers = _OPENING.get(opening)
     if not closers:
@@ -112,7 +120,7 @@ def _read_quote(answer: str, at: int) -> tuple[str, int] | None:
 
 def parse_citations(answer: str) -> list[Citation]:
     """Every citation in `answer`, in order, with its offsets; see the module docstring for the shapes."""
-    citations = []
+    citations: list[Citation] = []
     at = 0
     while True:
         match = _CITATION_RE.search(answer, at)
@@ -123,7 +131,7 @@ def parse_citations(answer: str) -> list[Citation]:
         last = int(match.group("last") or first)
         end = match.end()
         quote = ""
-        quoted = _read_quote(answer, _AFTER_PAGE_RE.match(answer, end).end())
+        quoted = _read_quote(answer, _end_of_run(_AFTER_PAGE_RE, answer, end))
         start = match.start()
         if quoted:
             quote, end = quoted
@@ -220,7 +228,7 @@ def find_uncited(answer: str, citations: Sequence[Citation]) -> list[Uncited]:
         cited = [
             (c.start - line_start, c.end - line_start) for c in citations if line_start <= c.start < line_end
         ]
-        body_start = _LIST_MARK.match(line).end() if _LIST_MARK.match(line) else 0
+        body_start = _end_of_run(_LIST_MARK, line, 0)
         for start, end in _sentences(line, cited):
             start = max(start, body_start)
             if end <= start or any(start <= c_start < end for c_start, _ in cited):

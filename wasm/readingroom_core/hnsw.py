@@ -23,17 +23,18 @@ import math
 import struct
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
 from operator import mul
 
 if sys.version_info >= (3, 12):
-    from math import sumprod as dot
+    dot = math.sumprod
 else:
 
     def dot(a: Iterable[float], b: Iterable[float]) -> float:
         """The dot product where `math.sumprod` is missing (CPython 3.11)."""
-        return sum(map(mul, a, b))
+        products: Iterator[float] = map(mul, a, b)
+        return sum(products)
 
 
 ROWS_AT = 8  # the vector block follows the (rows, bytes per row) header
@@ -133,8 +134,8 @@ class UsearchFile:
         self.dimensions = dims
         self.connectivity = connectivity
         self.connectivity_base = connectivity_base
-        self._max_level = max_level
-        self._entry_slot = entry
+        self._max_level: int = max_level
+        self._entry_slot: int = entry
         self._base_block = 4 + 4 * connectivity_base
         self._upper_block = 4 + 4 * connectivity
         levels_at = graph + _GRAPH_HEAD.size
@@ -221,12 +222,12 @@ class UsearchFile:
             raise ValueError("the row products given disagree with Python's; they are not used")
         self._row_products = row_products
 
-    def _python_row_products(self, fine: list[int]) -> Callable[[Sequence[int]], list[int]]:
+    def _python_row_products(self, fine: list[int]) -> Callable[[Sequence[int]], list[float]]:
         """Products with the offset-binary rows, the offset taken off with one precomputed sum."""
         offset_term = OFFSET * sum(fine)
         rows, dims = self._rows, self.dimensions
 
-        def products(slots: Sequence[int]) -> list[int]:
+        def products(slots: Sequence[int]) -> list[float]:
             return [dot(fine, rows[slot * dims : slot * dims + dims]) - offset_term for slot in slots]
 
         return products

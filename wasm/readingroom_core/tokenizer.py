@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from typing import Any
 
 CHAR_CLASSES_FORMAT = "readingroom-char-classes/1"
 
@@ -39,21 +40,21 @@ class _RangeSet:
         return at >= 0 and code_point <= self._lasts[at]
 
 
-class _SplitTable(dict):
+class _SplitTable(dict[int, str]):
     """`str.translate` table filled on first sight of each character.
 
     Maps a character to its normalised text with word boundaries made explicit: whitespace becomes
     " ", punctuation and CJK characters get a space on each side, dropped characters vanish.
     """
 
-    def __init__(self, char_classes: dict):
+    def __init__(self, char_classes: dict[str, Any]):
         super().__init__()
         normalizer = char_classes["normalizer"]
         pre_tokenizer = char_classes["pre_tokenizer"]
         self._dropped = _RangeSet(normalizer["dropped"])
         self._to_space = _RangeSet(normalizer["whitespace"])
         self._spaced = _RangeSet(normalizer["cjk"])
-        self._mapped = {int(key): value for key, value in normalizer["mapped"].items()}
+        self._mapped: dict[int, str] = {int(key): value for key, value in normalizer["mapped"].items()}
         first, last = normalizer["hangul_syllables"]
         self._hangul = range(first, last + 1)
         self._split_on = _RangeSet(pre_tokenizer["whitespace"])
@@ -89,7 +90,7 @@ class _SplitTable(dict):
 class WordPieceTokenizer:
     """Greedy longest-match WordPiece over a BertNormalizer + BertPreTokenizer front end."""
 
-    def __init__(self, vocab: dict[str, int], char_classes: dict, *, max_length: int = 256):
+    def __init__(self, vocab: dict[str, int], char_classes: dict[str, Any], *, max_length: int = 256):
         if char_classes.get("format") != CHAR_CLASSES_FORMAT:
             raise ValueError(
                 f"char-class table has format {char_classes.get('format')!r}, expected "
@@ -124,7 +125,9 @@ class WordPieceTokenizer:
         self._id_to_token = {i: token for token, i in vocab.items()}
 
     @classmethod
-    def from_data(cls, vocab_text: str, char_classes: dict, *, max_length: int = 256) -> WordPieceTokenizer:
+    def from_data(
+        cls, vocab_text: str, char_classes: dict[str, Any], *, max_length: int = 256
+    ) -> WordPieceTokenizer:
         """Build from vocab.txt's text (one token per line, id = line number) and the char-class table."""
         lines = vocab_text.split("\n")  # not splitlines(): some tokens are characters it would split on
         if lines and lines[-1] == "":

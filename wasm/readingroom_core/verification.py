@@ -31,6 +31,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import Citation, Uncited, find_uncited, pages_label, parse_citations
@@ -53,7 +54,7 @@ class VerifyResult:
     def summary(self) -> str:
         return f"{self.verified} of {len(self.citations)} citations verified"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "citations": [c.to_dict() for c in self.citations],
             "uncited": [asdict(u) for u in self.uncited],
