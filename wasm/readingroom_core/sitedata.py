@@ -8,12 +8,11 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
 - papers (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order.
 - chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
   filter and cite any chunk without its text; section titles stored once.
-- per-paper text (`data/text/<id>.*.json`, `PaperText`): fetched when one of the paper's chunks is shown
-  or cited; its page spans let a cited page's text be rebuilt from the chunks, so a quote is checked
-  against exactly that page.
+- per-paper text (`data/text/<id>.*.json`, `PaperText`): fetched when one of its chunks is shown or
+  cited; its page spans rebuild a cited page's text from the chunks, so a quote is checked on that page.
 - postings (`data/postings.*.json`): BM25 postings, written and read by `bm25.py`.
-- vectors (`data/vectors.*.usearch`): the USearch HNSW file, read by `hnsw.py` (written by the builder,
-  which needs usearch and numpy).
+- vectors (`data/vectors.*.usearch`): the USearch HNSW file, written by the builder (usearch, numpy)
+  and read by `hnsw.py`.
 A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
 postings and its key in the USearch file.
 
@@ -38,13 +37,13 @@ def compact_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def load_versioned(data: bytes | str, what: str) -> dict[str, Any]:
-    """A data file's JSON, refused unless it carries this reader's FORMAT_VERSION."""
+def load_versioned(data: bytes | str, what: str, key: str = "v") -> dict[str, Any]:
+    """A site file's JSON, refused unless its `key` holds this reader's FORMAT_VERSION."""
     loaded = json.loads(data)
-    if not isinstance(loaded, dict) or loaded.get("v") != FORMAT_VERSION:
-        version = loaded.get("v") if isinstance(loaded, dict) else None
+    if not isinstance(loaded, dict) or loaded.get(key) != FORMAT_VERSION:
+        version = loaded.get(key) if isinstance(loaded, dict) else None
         raise ValueError(
-            f"{what} has format {version!r}; this reader knows {FORMAT_VERSION} (rebuild the site)"
+            f"{what} has format {version!r}; this reader knows {FORMAT_VERSION} (rebuild the site with this version)"
         )
     return loaded
 
@@ -208,14 +207,7 @@ def manifest_bytes(manifest: Manifest) -> bytes:
 
 
 def read_manifest(data: str | bytes) -> Manifest:
-    loaded = json.loads(data)
-    version = loaded.get("format_version") if isinstance(loaded, dict) else None
-    if version != FORMAT_VERSION:
-        raise ValueError(
-            f"{MANIFEST_FILE} has format {version!r}; this reader knows "
-            f"{FORMAT_VERSION} (rebuild the site with this version)"
-        )
-    return Manifest.from_json(loaded)
+    return Manifest.from_json(load_versioned(data, MANIFEST_FILE, key="format_version"))
 
 
 # --- papers ------------------------------------------------------------------------------------------
@@ -223,7 +215,7 @@ def read_manifest(data: str | bytes) -> Manifest:
 
 @dataclass(frozen=True)
 class SectionEntry:
-    """A heading of a paper, for its page's table of contents and `section:` search."""
+    """A heading of a paper, for its page's table of contents."""
 
     title: str
     page: int
@@ -284,8 +276,7 @@ class PaperRecord:
         }
         if self.vector is not None:
             data["vector"] = self.vector
-        data["chunks"] = [self.first_chunk, self.chunk_count]
-        data["text"] = self.text
+        data.update(chunks=[self.first_chunk, self.chunk_count], text=self.text)
         return data
 
     @classmethod
