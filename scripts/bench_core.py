@@ -21,6 +21,7 @@ import json
 import statistics
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from builder.offline import load_onnxruntime_first, use_offline_environment  # noqa: E402
@@ -33,6 +34,7 @@ import numpy as np  # noqa: E402
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
 from builder.stages import index  # noqa: E402
 from readingroom_core import bm25 as postings  # noqa: E402
+from readingroom_core import sitedata  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 from support.pyodide import (  # noqa: E402
@@ -54,17 +56,16 @@ SEED = 20261122
 EXTRA_WORDS = SHARED_MIRROR.parent / "beir-scifact" / "corpus.jsonl"
 
 
-def load_site(site: Path) -> tuple[dict, list[str], np.ndarray]:
+def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
     """Manifest, chunk texts in doc-id order, and the stored rows as unit float vectors."""
-    manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
-    files = manifest["files"]
-    papers = json.loads((site / files["papers"]).read_text(encoding="utf-8"))["papers"]
+    manifest = sitedata.read_manifest((site / "manifest.json").read_bytes())
+    papers = sitedata.read_papers((site / manifest.files.papers).read_bytes())
     texts = [
-        chunk["t"]
+        chunk.text
         for paper in papers
-        for chunk in json.loads((site / paper["text"]).read_text(encoding="utf-8"))["chunks"]
+        for chunk in sitedata.read_paper_text((site / paper.text).read_bytes()).chunks
     ]
-    vectors = UsearchFile((site / files["vectors"]).read_bytes())
+    vectors = UsearchFile((site / manifest.files.vectors).read_bytes())
     rows = np.array([vectors.vector(key) for key in range(vectors.size)], dtype=np.float64)
     rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
     return manifest, texts, rows
@@ -80,7 +81,7 @@ def word_source(texts: list[str]) -> list[str]:
     return words
 
 
-def synthetic_postings(samples: np.ndarray, distinct: list[str]) -> dict:
+def synthetic_postings(samples: np.ndarray, distinct: list[str]) -> postings.Postings:
     """The postings builder.stages.postings would write for these bags of words, computed per distinct word
     (analyze() once per word instead of once per chunk) and counted with numpy."""
     term_ids: dict[str, int] = {}
@@ -112,15 +113,13 @@ def synthetic_postings(samples: np.ndarray, distinct: list[str]) -> dict:
             list(zip(term_docs.tolist(), term_frequencies.tolist(), strict=True))
         )
     doc_lengths = np.bincount(doc_of_term, minlength=n_docs)
-    return {
-        "v": 1,
-        "n": n_docs,
-        "k1": 1.2,
-        "b": 0.75,
-        "avgdl": float(doc_lengths.mean()),
-        "dl": doc_lengths.tolist(),
-        "t": dict(sorted(entries.items())),
-    }
+    return postings.Postings(
+        k1=1.2,
+        b=0.75,
+        avgdl=float(doc_lengths.mean()),
+        doc_lengths=doc_lengths.tolist(),
+        terms=dict(sorted(entries.items())),
+    )
 
 
 def synthetic_vectors(rows: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -132,13 +131,16 @@ def synthetic_vectors(rows: np.ndarray, size: int, rng: np.random.Generator) -> 
     return (mixed + noise).astype(np.float32)
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    path.write_bytes(data)
 
 
-def make_synthetic_site(out: Path, size: int, texts: list[str], rows: np.ndarray) -> Path:
-    """A site of `size` chunks in the layout SearchEngine reads (manifest names the data files)."""
+def make_synthetic_site(
+    out: Path, size: int, real: sitedata.Manifest, texts: list[str], rows: np.ndarray
+) -> Path:
+    """A site of `size` chunks in the layout SearchEngine reads, whose manifest keeps the real site's
+    model and index sections."""
     if (out / "manifest.json").is_file():
         return out
     rng = np.random.default_rng(SEED + size)
@@ -148,51 +150,49 @@ def make_synthetic_site(out: Path, size: int, texts: list[str], rows: np.ndarray
     length = int(np.median(lengths))
     samples = token_ids[rng.integers(0, len(token_ids), (size, length))]
     chunk_texts = [" ".join(distinct[row].tolist()) for row in samples]
-    papers, sections = [], ["Synthetic section"]
+    papers = []
     for number, first in enumerate(range(0, size, CHUNKS_PER_PAPER)):
         count = min(CHUNKS_PER_PAPER, size - first)
-        text_path = f"data/text/synthetic.{number:05d}.json"
-        chunks = [
-            {"id": f"c{doc}", "s": 0, "e": len(chunk_texts[doc]), "t": chunk_texts[doc]}
+        paper_id = f"synthetic.{number:05d}"
+        text_path = f"data/text/{paper_id}.json"
+        chunks = tuple(
+            sitedata.TextChunk(f"c{doc}", 0, len(chunk_texts[doc]), chunk_texts[doc])
             for doc in range(first, first + count)
-        ]
-        write_json(
-            out / text_path, {"v": 1, "id": f"synthetic.{number:05d}", "first": first, "chunks": chunks}
         )
+        write_file(out / text_path, sitedata.paper_text_bytes(sitedata.PaperText(paper_id, first, chunks)))
         papers.append(
-            {
-                "id": f"synthetic.{number:05d}",
-                "title": f"Synthetic paper {number}",
-                "authors": [],
-                "year": 2018 + number % 6,
-                "categories": ["cs.CL"],
-                "chunks": [first, count],
-                "text": text_path,
-            }
+            sitedata.PaperRecord(
+                id=paper_id,
+                title=f"Synthetic paper {number}",
+                first_chunk=first,
+                chunk_count=count,
+                text=text_path,
+                year=2018 + number % 6,
+                categories=("cs.CL",),
+            )
         )
-    write_json(out / "data/papers.json", {"v": 1, "papers": papers})
-    write_json(
-        out / "data/chunks.json",
-        {
-            "v": 1,
-            "n": size,
-            "page_start": [1] * size,
-            "page_span": [0] * size,
-            "section": [0] * size,
-            "sections": sections,
-        },
+    files = sitedata.DataFiles(
+        papers="data/papers.json",
+        chunks="data/chunks.json",
+        postings="data/postings.json",
+        vectors="data/vectors.usearch",
     )
-    (out / "data/postings.json").write_bytes(postings.postings_bytes(synthetic_postings(samples, distinct)))
+    write_file(out / files.papers, sitedata.papers_bytes(papers))
+    table = sitedata.ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
+    write_file(out / files.chunks, sitedata.chunk_table_bytes(table))
+    write_file(out / files.postings, postings.postings_bytes(synthetic_postings(samples, distinct)))
     index.write_index(
-        out / "data/vectors.usearch", np.arange(size, dtype=np.uint64), synthetic_vectors(rows, size, rng)
+        out / files.vectors, np.arange(size, dtype=np.uint64), synthetic_vectors(rows, size, rng)
     )
-    files = {
-        "papers": "data/papers.json",
-        "chunks": "data/chunks.json",
-        "postings": "data/postings.json",
-        "vectors": "data/vectors.usearch",
-    }
-    write_json(out / "manifest.json", {"files": files, "synthetic": {"chunks": size, "seed": SEED}})
+    manifest = replace(
+        real,
+        title=f"Synthetic site: {size} chunks, seed {SEED}",
+        counts=sitedata.Counts(papers=len(papers), pages=size, chunks=size, failures=0),
+        files=files,
+        artifacts=(),
+        runtime=None,
+    )
+    write_file(out / "manifest.json", sitedata.manifest_bytes(manifest))
     return out
 
 
@@ -289,12 +289,12 @@ def main() -> int:
     sites = {"site": site}
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     if sizes:
-        _, texts, rows = load_site(site)
+        real, texts, rows = load_site(site)
         source_key = hashlib.sha256((site / "manifest.json").read_bytes()).hexdigest()[:12]
         for size in sizes:
             print(f"synthetic site of {size} chunks ...", file=log, flush=True)
             sites[f"synthetic-{size // 1000}k"] = make_synthetic_site(
-                args.work / f"{source_key}-{size}", size, texts, rows
+                args.work / f"{source_key}-{size}", size, real, texts, rows
             )
     wheel = build_core_wheel(args.work / "wheel") if use_pyodide else None
 
