@@ -67,7 +67,7 @@ MESSAGE_OVERHEAD = 8
 REQUEST_OVERHEAD = 8
 # Headroom over the piece costs in count_tokens. Measured with it: the 27 dev questions' default prompts on
 # a 27-paper site count 0.61 (o200k, cl100k) and 0.74 (Llama 2) of count_tokens at the median; over
-# long questions, whole pages and follow-ups the worst was 0.89 (Llama 2).
+# long questions, whole pages and follow-ups the worst is 0.89 (Llama 2).
 SAFETY = 1.1
 
 SYSTEM = f"""\

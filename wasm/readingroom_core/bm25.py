@@ -218,8 +218,8 @@ class BM25Index:
 def top_scores(scores: dict[int, float], k: int) -> list[tuple[int, float]]:
     """The `k` best (doc id, score) pairs, best first, ties by doc id.
 
-    Only the pairs scoring at least the k-th best score are ordered through a key function; over all
-    of them (thousands for a common term) that cost a third of a query's BM25 time in Pyodide.
+    Only the pairs scoring at least the k-th best score are ordered through a key function: ordering
+    all of them (thousands for a common term) would cost a third of a query's BM25 time in Pyodide.
     """
     if len(scores) > k:
         threshold = heapq.nlargest(k, scores.values())[-1]

@@ -225,7 +225,7 @@ class SearchEngine:
     def unread_papers(self, prepared: Prepared, most: int) -> list[int]:
         """Up to `most` papers whose text files the search will likely show and that are not loaded yet,
         the likeliest first: those of its best keyword matches (or of the passages a filter-only query
-        shows). none for a dense-only query: it has no ranking before the vector."""
+        shows). Empty for a dense-only query: it has no ranking before the vector."""
         if prepared.browse is not None:
             doc_ids = [result.doc_id for result in prepared.browse]
         else:

@@ -126,12 +126,16 @@ class UsearchFile:
                 f"header says {present} vectors of {dims} dimensions but the vector block holds "
                 f"{rows} rows of {row_bytes} bytes; the file is corrupted"
             )
-        graph = head + _DENSE_HEAD_SIZE
+        self.size = rows
+        self.dimensions = dims
+        self._parse_graph(data, head + _DENSE_HEAD_SIZE)
+
+    def _parse_graph(self, data: bytes, graph: int) -> None:
+        """The graph's header and level table, and where each node's record starts."""
+        rows = self.size
         size, connectivity, connectivity_base, max_level, entry = _GRAPH_HEAD.unpack_from(data, graph)
         if size != rows:
             raise UsearchFormatError(f"graph holds {size} nodes but {rows} vectors; the file is corrupted")
-        self.size = rows
-        self.dimensions = dims
         self.connectivity = connectivity
         self.connectivity_base = connectivity_base
         self._max_level: int = max_level
