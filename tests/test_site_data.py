@@ -10,7 +10,7 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
-from builder.stages.chunk import ChunkSettings, TokenCounter, context_prefix
+from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
 from readingroom_core import sitedata
 from readingroom_core.analysis import analyze
