@@ -81,6 +81,16 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"readingroom {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_build_commands(commands)
+    _add_reading_list_commands(commands)
+    _add_search_commands(commands)
+    add_beir_command(commands)
+    _add_site_commands(commands)
+    add_ask_command(commands)
+    return parser
+
+
+def _add_build_commands(commands) -> None:
     build = commands.add_parser(
         "build",
         help="run the whole pipeline and write the site",
@@ -105,6 +115,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     _fetch_args(fetch_cmd)
 
+
+def _add_reading_list_commands(commands) -> None:
     add = commands.add_parser("add", help="add arXiv ids to the reading list", description="Add papers.")
     _common_corpus(add)
     add.add_argument(
@@ -130,6 +142,8 @@ def make_parser() -> argparse.ArgumentParser:
     bib.add_argument("file", type=Path, metavar="FILE")
     bib.add_argument("--tag", action="append", default=[], help="a tag for the imported papers (repeatable)")
 
+
+def _add_search_commands(commands) -> None:
     query = commands.add_parser(
         "query",
         help="search a built site from the terminal, with the browser's encoder and search core",
@@ -160,19 +174,14 @@ def make_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     search.add_ranking_arguments(evaluate)
 
-    add_beir_command(commands)
 
+def _add_site_commands(commands) -> None:
+    """Commands that read a built site's folder: `stats` and `serve`."""
     stats = commands.add_parser(
         "stats", help="papers, pages, chunks, tokens, flagged pages and failures of the last build"
     )
     stats.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
-    _serve_args(commands)
-    add_ask_command(commands)
-    return parser
-
-
-def _serve_args(commands) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve the built site on 127.0.0.1 under its base_url (to try it in a browser)",
