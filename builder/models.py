@@ -16,6 +16,11 @@ _NEW_STYLE_ID = re.compile(r"(\d{2})(\d{2})\.\d{4,5}(?:v\d+)?")
 _OLD_STYLE_ID = re.compile(r"[a-z\-]+(?:\.[A-Z]{2})?/(\d{2})(\d{2})\d{3}(?:v\d+)?")
 
 
+def file_stem(arxiv_id: str) -> str:
+    """An arXiv id as a file or folder name: old-style ids hold a slash ("hep-th/9901001")."""
+    return arxiv_id.replace("/", "_")
+
+
 def first_version_date(arxiv_id: str, published: str) -> str:
     """When the paper first appeared: arXiv's `published` (the v1 date), else the month its id encodes.
 
@@ -93,6 +98,12 @@ class PaperMeta:
     def first_version(self) -> str:
         """Date of v1 ("YYYY-MM-DD" or "YYYY-MM"), what the site shows, filters and sorts by as the year."""
         return first_version_date(self.arxiv_id, self.published)
+
+    @property
+    def year(self) -> int | None:
+        """The year of the first version; a later revision's date would misplace old papers."""
+        date = self.first_version
+        return int(date[:4]) if date[:4].isdigit() else None
 
     @property
     def versioned_id(self) -> str:
@@ -234,3 +245,16 @@ class Chunk:
     def indexed_text(self) -> str:
         """What the embedder and BM25 see: the context line, then the verbatim text."""
         return f"{self.context}\n{self.text}" if self.context else self.text
+
+
+@dataclass
+class IngestedPaper:
+    """A paper that made it through ingestion: what arXiv says, its text, and its chunks."""
+
+    fetched: FetchedPaper
+    parsed: ParsedPaper
+    chunks: list[Chunk] = field(default_factory=list)
+
+    @property
+    def meta(self) -> PaperMeta:
+        return self.fetched.meta

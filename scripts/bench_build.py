@@ -44,8 +44,9 @@ from builder import config, pipeline  # noqa: E402
 from builder.evaluation import metrics  # noqa: E402
 from builder.evaluation.evaluate import load_questions  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E402
+from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
-from builder.stages.encoder import OnnxQueryEncoder  # noqa: E402
+from builder.stages.encoder import document_encoder_path  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 
 
@@ -80,7 +81,7 @@ def embedding_throughput(
     texts = random.Random(0).sample(texts, min(sample, len(texts)))
     model_dir = resolve_model_dir(loaded.settings.model)
     identity = embed.identify(loaded.settings.model, model_dir, "", "")
-    encoder = embed.DocumentEncoder(model_dir, identity, pipeline.document_encoder_path(cache, identity))
+    encoder = embed.DocumentEncoder(model_dir, identity, document_encoder_path(cache, identity))
     encoder.encode(texts[:1])  # start it (session, sanity check) outside the timings
     model = embed.load_model(model_dir)
 
@@ -191,7 +192,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     loaded = config.load_corpus(corpus)
     options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
     ingested = pipeline.ingest(loaded, options)
-    vectors = pipeline.embed_chunks(
+    vectors = pipeline.embed_papers(
         ingested.papers, loaded, options, ingested.report
     ).chunks  # all from cache
     rows = chunk_rows(site, manifest)

@@ -44,7 +44,7 @@ from support.pyodide import (  # noqa: E402
     run_in_pyodide,
 )
 
-from builder.stages.runtime import build_core_wheel  # noqa: E402
+from builder.site.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from builder.paths import DEV_QUESTIONS
-from builder.stages.runtime import build_core_wheel
+from builder.site.runtime import build_core_wheel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide  # noqa: E402

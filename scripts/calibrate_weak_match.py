@@ -13,8 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from builder.evaluation.evaluate import query_encoder
 from builder.paths import DEV_QUESTIONS
+from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
 from readingroom_core.engine import WEAK_SIMILARITY, SearchOptions, embedding_text, weak_match
 
@@ -60,7 +60,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     site = open_folder(args.site)
-    encoder = query_encoder(args.site, site.manifest)
+    encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
     questions = [
         json.loads(line)["query"]
         for path in args.questions

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import onnxruntime  # noqa: F401  (before usearch: the other import order segfaults)
 
-from builder.evaluation.evaluate import load_questions, query_encoder
+from builder.evaluation.evaluate import load_questions
 from builder.paths import DEV_QUESTIONS, REPO_ROOT
+from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.answers import DEFAULT_BUDGET, retrieval_query, select_evidence, verify
 from readingroom_core.browser import open_folder
 from readingroom_core.engine import embedding_text
@@ -43,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     site = open_folder(args.site)
     manifest, engine = site.manifest, site.engine
-    encoder = query_encoder(args.site, manifest)
+    encoder = OnnxQueryEncoder.from_site(args.site, manifest)
     on_site = {paper["id"] for paper in engine.papers}
     questions = [q for q in load_questions(args.questions) if q.gold_papers & on_site]
     prompts, rows = [], []

@@ -24,7 +24,7 @@ from transformers import AutoTokenizer  # noqa: E402
 
 from builder.models import PaperRef  # noqa: E402
 from builder.paths import bundled_model_dir  # noqa: E402
-from builder.stages.chunk import ChunkSettings, TokenCounter, chunk_paper  # noqa: E402
+from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, chunk_paper  # noqa: E402
 from builder.stages.fetch import FetchOptions, fetch_papers  # noqa: E402
 from builder.stages.parse import ParseError, parse_pdf  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Glyphs the mirror's PDFs do not map to Unicode, by font: how many `builder.stages.glyphs` maps.
+"""Glyphs the mirror's PDFs do not map to Unicode, by font: how many `builder.stages.parse.glyphs` maps.
 
     python scripts/measure_glyphs.py [--mirror ../shared/arxiv-mirror/pdf] [--json out.json]
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pymupdf
 
 from builder.paths import SHARED_MIRROR
-from builder.stages.glyphs import ADOBE_PIECES, FontGlyphs, map_unmapped
 from builder.stages.parse import parse_pdf
+from builder.stages.parse.glyphs import ADOBE_PIECES, FontGlyphs, map_unmapped
 
 FLAGS = pymupdf.TEXT_MEDIABOX_CLIP
 

@@ -21,7 +21,8 @@ import pymupdf
 
 from builder.models import ParsedPaper
 from builder.paths import SHARED_MIRROR
-from builder.stages.parse import ParseError, parse_pdf, quote_pattern
+from builder.stages.parse import ParseError, parse_pdf
+from builder.stages.parse.cleanup import quote_pattern
 
 _STAMP = re.compile(r"arXiv:\d{4}\.\d{4,5}v\d+\s*\[[\w.\-]+\]")
 _DIGITS = re.compile(r"\d+")

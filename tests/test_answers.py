@@ -13,9 +13,9 @@ import pytest
 from support import corpus
 from support.pyodide import NODE_SCRIPT, find_node, missing_runtime, run_in_cpython, run_in_pyodide
 
-from builder.evaluation.evaluate import query_encoder
 from builder.paths import DEV_QUESTIONS
-from builder.stages.runtime import build_core_wheel
+from builder.query_encoder import OnnxQueryEncoder
+from builder.site.runtime import build_core_wheel
 from readingroom_core.answers import (
     DEFAULT_BUDGET,
     HISTORY_WORDS,
@@ -65,7 +65,7 @@ def engine(site):
 
 @pytest.fixture(scope="module")
 def encode(site):
-    encoder = query_encoder(site, open_folder(site).manifest)
+    encoder = OnnxQueryEncoder.from_site(site, open_folder(site).manifest)
     return lambda text: [float(x) for x in encoder.encode([embedding_text(text)])[0]]
 
 

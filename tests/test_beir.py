@@ -3,16 +3,15 @@ import json
 
 import pytest
 
+from builder.commands.beir import add_beir_command, run_beir_command
 from builder.evaluation.beir import (
     EvalSettings,
-    add_beir_command,
-    as_free_text,
     evaluate_dataset,
     load_dataset,
     read_qrels,
-    run_beir_command,
     search_options,
 )
+from readingroom_core.querysyntax import free_text
 
 DOCS = {
     "d01": ("Photosynthesis", "Plants convert sunlight, water and carbon dioxide into glucose and oxygen."),
@@ -152,7 +151,7 @@ def test_paraphrase_is_found_by_dense_not_bm25(runs):
 
 
 def test_query_syntax_is_read_as_plain_words(runs):
-    assert as_free_text('tides "caused by the moon" year:2020') == "tides  caused by the moon  year 2020"
+    assert free_text('tides "caused by the moon" year:2020') == "tides  caused by the moon  year 2020"
     assert runs["bm25"]["q-syntax"][0] == "d18"
 
 

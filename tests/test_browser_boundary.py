@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import readingroom_core
-from builder.stages.encoder import OnnxQueryEncoder
+from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import (
     READ_AHEAD_PAPERS,
     folder_reader,

@@ -4,7 +4,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from builder.models import PageSpan, ParsedPaper, Section
-from builder.stages.chunk import (
+from builder.stages.chunk.chunker import (
     ChunkSettings,
     TokenCounter,
     chunk_paper,

@@ -8,7 +8,7 @@ a page break, typographic quotes and dashes.
 import pytest
 from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
 
-from builder.stages.runtime import build_core_wheel
+from builder.site.runtime import build_core_wheel
 from readingroom_core.answers import verify
 from readingroom_core.citations import parse_citations
 from readingroom_core.verification import find_quote

@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 
-from builder.pipeline import document_encoder_path
 from builder.stages import embed
+from builder.stages.encoder import document_encoder_path
 
 LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces
 

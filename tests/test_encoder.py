@@ -17,18 +17,17 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from builder.stages.encoder import (
-    DEQUANTIZE_AT_LOAD,
+from builder.query_encoder import DEQUANTIZE_AT_LOAD, OnnxQueryEncoder
+from builder.site.runtime import WASM_DIR
+from builder.site.store import huffman_only_gzip
+from builder.stages.encoder import export_query_encoder
+from builder.stages.encoder.quantize import (
     MATRIX_STEPS,
     TOKEN_TABLE_STEP,
-    OnnxQueryEncoder,
-    export_query_encoder,
     int8_per_slice,
     matrix_step,
     quantize_weights,
 )
-from builder.stages.runtime import WASM_DIR
-from builder.stages.store import huffman_only_gzip
 
 ORT_WEB = WASM_DIR / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min.mjs"
 EMBED_SCRIPT = WASM_DIR / "node" / "embed_queries.mjs"

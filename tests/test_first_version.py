@@ -3,8 +3,8 @@
 import pytest
 
 from builder.models import first_version_date
+from builder.site.data import paper_record
 from builder.stages.fetch.sources import Mirror
-from builder.stages.store import paper_record, year_of
 
 
 @pytest.mark.parametrize(
@@ -29,10 +29,10 @@ def test_a_revised_paper_keeps_its_first_year(mirror_dir):
     """The mirror holds v7 of the Transformer paper (revised 2023) without a v1 date."""
     meta = Mirror(mirror_dir).entry("1706.03762").meta  # read as the build reads it
     assert meta.updated.startswith("2023") and not meta.published
-    assert year_of(meta) == 2017
-    record = paper_record(meta, {}, 0, 1, "text/x.json")
-    assert record["year"] == 2017 and record["first_version"] == "2017-06"
-    assert record["updated"].startswith("2023")  # the revision date stays, shown apart
+    assert meta.year == 2017
+    record = paper_record(meta, 0, 1, "text/x.json")
+    assert record.year == 2017 and record.first_version == "2017-06"
+    assert record.updated.startswith("2023")  # the revision date stays, shown apart
 
 
 @pytest.mark.mirror
@@ -44,6 +44,6 @@ def test_years_over_the_whole_mirror_never_follow_a_revision(mirror_dir):
     for path in paths:
         meta = mirror.entry(path.stem).meta
         encoded = 2000 + int(path.stem[:2])
-        if year_of(meta) != encoded:
-            wrong[path.stem] = year_of(meta)
+        if meta.year != encoded:
+            wrong[path.stem] = meta.year
     assert wrong == {}

@@ -7,7 +7,8 @@ import pytest
 from support import pdfgen
 
 from builder.models import ParsedPaper
-from builder.stages.parse import PARSER_VERSION, ParseError, parse_pdf, quote_pattern
+from builder.stages.parse import PARSER_VERSION, ParseError, parse_pdf
+from builder.stages.parse.cleanup import quote_pattern
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ import pytest
 
 from builder.models import ParsedPaper
 from builder.paths import SHARED_MIRROR
-from builder.stages.parse import parse_pdf, quote_pattern
+from builder.stages.parse import parse_pdf
+from builder.stages.parse.cleanup import quote_pattern
 
 pytestmark = pytest.mark.mirror
 

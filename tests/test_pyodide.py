@@ -12,7 +12,7 @@ import pytest
 from support import corpus
 from support.pyodide import encode_queries, missing_runtime, run_in_cpython, run_in_pyodide
 
-from builder.stages.runtime import build_core_wheel
+from builder.site.runtime import build_core_wheel
 
 pytestmark = pytest.mark.pyodide
 

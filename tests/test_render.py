@@ -6,6 +6,7 @@ import json
 import shutil
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from email.message import Message
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,10 +16,11 @@ from support.pyodide import missing_runtime
 
 from builder.commands.serve import serve_in_thread
 from builder.models import Settings
-from builder.stages.manifest import read_manifest
+from builder.report import BuildReport
+from builder.site.manifest import read_manifest
+from builder.site.store import GZIP_MIN_SAVING
 from builder.stages.render import render_site
-from builder.stages.report import BuildReport
-from builder.stages.store import GZIP_MIN_SAVING
+from readingroom_core.sitedata import Artifact
 
 HOSTILE_TITLE = '<script>alert("title")</script> & Co'
 HOSTILE_NOTE = '<img src=x onerror="alert(1)">'
@@ -33,18 +35,22 @@ def hostile_site(built_sites, tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("render") / "site"
     shutil.copytree(built_sites.second, site)
     manifest = read_manifest(site)
-    manifest["base_url"] = BASE
-    papers_path = site / manifest["files"]["papers"]
+    papers_path = site / manifest.files.papers
     data = json.loads(papers_path.read_text(encoding="utf-8"))
     first = data["papers"][0]
     first.update(title=HOSTILE_TITLE, note=HOSTILE_NOTE, authors=["</p><b>Mallory</b>", *first["authors"]])
     papers_path.write_text(json.dumps(data), encoding="utf-8")
     copy = papers_path.with_name(papers_path.name + ".gz")  # the copy the browser would fetch
     copy.write_bytes(gzip.compress(papers_path.read_bytes(), mtime=0))
-    for artifact in manifest["artifacts"]:  # as a build would list them (render_site saves the manifest)
-        path = site / artifact["path"]
-        if path in (papers_path, copy):
-            artifact.update(bytes=path.stat().st_size, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    artifacts = tuple(  # as a build would list them (render_site saves the manifest)
+        Artifact(
+            a.path, (site / a.path).stat().st_size, hashlib.sha256((site / a.path).read_bytes()).hexdigest()
+        )
+        if site / a.path in (papers_path, copy)
+        else a
+        for a in manifest.artifacts
+    )
+    manifest = replace(manifest, base_url=BASE, artifacts=artifacts)
     render_site(site, manifest, Settings(title="t", base_url=BASE, description="<i>d</i>"), BuildReport())
     return site
 
@@ -89,7 +95,7 @@ def test_build_renders_every_page(built_sites):
         html = (site / "papers" / paper / "index.html").read_text(encoding="utf-8")
         assert f"https://arxiv.org/abs/{paper}" in html
         assert f"https://arxiv.org/pdf/{paper}" in html
-    assert manifest["counts"]["papers"] == 4
+    assert manifest.counts.papers == 4
 
 
 def test_untrusted_text_is_escaped(hostile_site):
@@ -125,16 +131,16 @@ def test_search_page_config_names_files_under_base_url(hostile_site):
 
 def test_runtime_files_are_in_the_manifest(hostile_site):
     manifest = read_manifest(hostile_site)
-    artifacts = {a["path"]: a for a in manifest["runtime"]["artifacts"]}
+    artifacts = {a.path: a for a in manifest.runtime.artifacts}
     runtime_files = [p for p in (hostile_site / "runtime").rglob("*") if p.is_file()]
     assert len(runtime_files) >= 13
     for path in runtime_files:
         relative = path.relative_to(hostile_site).as_posix()
         assert relative in artifacts, relative
         data = path.read_bytes()
-        assert artifacts[relative]["bytes"] == len(data)
-        assert artifacts[relative]["sha256"] == hashlib.sha256(data).hexdigest()
-    runtime = manifest["runtime"]
+        assert artifacts[relative].bytes == len(data)
+        assert artifacts[relative].sha256 == hashlib.sha256(data).hexdigest()
+    runtime = manifest.runtime.files
     for role in ("app", "worker", "css", "wheel", "python_snapshot", "ort", "ort_glue", "ort_wasm"):
         assert runtime[role] in artifacts, role
     for name in ("pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
@@ -143,8 +149,8 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
 
 def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
     manifest = read_manifest(hostile_site)
-    runtime = manifest["runtime"]
-    listed = {a["path"]: a for a in manifest["artifacts"] + runtime["artifacts"]}
+    runtime = manifest.runtime.files
+    listed = {a.path: a for a in manifest.artifacts + manifest.runtime.artifacts}
     copies = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
     pyodide = runtime["pyodide"]
     fetched_by_workers = ("pyodide.asm.wasm", "pyodide-lock.json")
@@ -154,14 +160,15 @@ def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
         runtime["ort_wasm"],
     ):
         assert plain in copies, plain
-    assert {manifest["files"][role] for role in ("papers", "postings", "vocab", "encoder")} <= copies
+    files = manifest.files
+    assert {files.papers, files.postings, files.vocab, files.encoder} <= copies
     assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress
     assert any(path.startswith("data/text/") for path in copies)  # read later, gunzipped by the core
     for plain in copies:
         packed = (hostile_site / (plain + ".gz")).read_bytes()
         assert gzip.decompress(packed) == (hostile_site / plain).read_bytes(), plain
-        assert len(packed) <= (1 - GZIP_MIN_SAVING) * listed[plain]["bytes"], plain
-        assert listed[plain + ".gz"]["sha256"] == hashlib.sha256(packed).hexdigest()
+        assert len(packed) <= (1 - GZIP_MIN_SAVING) * listed[plain].bytes, plain
+        assert listed[plain + ".gz"].sha256 == hashlib.sha256(packed).hexdigest()
     (config,) = collect(hostile_site / "index.html").scripts
     gzipped = json.loads(config)["gzipped"]
     assert sorted(gzipped) == sorted(BASE + path for path in copies if path.startswith("runtime/"))
@@ -194,13 +201,13 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
         assert url.endswith(BASE)
         root = url[: -len(BASE)]
         manifest = read_manifest(hostile_site)
-        runtime = manifest["runtime"]
+        runtime = manifest.runtime.files
         expected = {
             runtime["ort_wasm"]: "application/wasm",
             runtime["ort"]: "text/javascript",
             runtime["pyodide"] + "pyodide.mjs": "text/javascript",
-            manifest["files"]["encoder"]: "application/octet-stream",
-            manifest["files"]["papers"]: "application/json",
+            manifest.files.encoder: "application/octet-stream",
+            manifest.files.papers: "application/json",
             "": "text/html; charset=utf-8",
         }
         for path, mime in expected.items():
@@ -208,7 +215,7 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
             assert (status, headers["Content-Type"]) == (200, mime), path
         assert fetch(url + runtime["app"])[1]["Cache-Control"].endswith("immutable")
         assert fetch(url + "manifest.json")[1]["Cache-Control"] == "no-cache"
-        for path in (manifest["files"]["postings"] + ".gz", runtime["ort_wasm"] + ".gz"):
+        for path in (manifest.files.postings + ".gz", runtime["ort_wasm"] + ".gz"):
             status, headers, body = fetch(url + path)  # as stored, as GitHub Pages sends a .gz file
             assert (status, headers["Content-Type"]) == (200, "application/gzip"), path
             assert headers["Content-Encoding"] is None and body == (hostile_site / path).read_bytes()
@@ -251,7 +258,7 @@ def test_rendering_again_gives_the_same_runtime_files(hostile_site):
     index_before = (hostile_site / "index.html").read_bytes()
     settings = Settings(title="t", base_url=BASE, description="<i>d</i>")
     render_site(hostile_site, read_manifest(hostile_site), settings, BuildReport())
-    assert read_manifest(hostile_site)["runtime"] == before["runtime"]  # the core wheel too (fixed zip times)
+    assert read_manifest(hostile_site).runtime == before.runtime  # the core wheel too (fixed zip times)
     assert (hostile_site / "index.html").read_bytes() == index_before
 
 
@@ -264,7 +271,7 @@ def test_a_not_found_page_leads_back_to_search(hostile_site):
 def test_corpus_page_speaks_to_readers_not_builders(hostile_site):
     corpus = (hostile_site / "corpus" / "index.html").read_text(encoding="utf-8")
     manifest = read_manifest(hostile_site)
-    assert "torch" not in corpus and str(manifest["index"].get("scale", "no scale")) not in corpus
+    assert "torch" not in corpus and str(manifest.index.scale) not in corpus
     assert f"{BASE}manifest.json" in collect(hostile_site / "corpus" / "index.html").links
 
 

@@ -10,8 +10,9 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
-from builder.stages.chunk import ChunkSettings, TokenCounter, context_prefix
+from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
+from builder.stages.index import USEARCH_VERSION
 from readingroom_core import sitedata
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index
@@ -47,7 +48,7 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
     assert manifest["counts"]["papers"] == 4 and manifest["counts"]["failures"] == 0
     assert manifest["counts"]["chunks"] == load(out, manifest["files"]["chunks"])["n"]
     assert manifest["model"]["dims"] == 384 and len(manifest["model"]["weights_sha256"]) == 64
-    assert manifest["index"]["usearch_version"] == "2.26.6" and manifest["index"]["dtype"] == "i8"
+    assert manifest["index"]["usearch_version"] == USEARCH_VERSION and manifest["index"]["dtype"] == "i8"
     assert {"pymupdf", "usearch", "sentence-transformers", "onnxruntime"} <= set(manifest["tools"])
 
 

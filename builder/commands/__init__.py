@@ -1,1 +1,1 @@
-"""Bodies of CLI commands that are more than a call into the pipeline (`cli.py` parses and dispatches)."""
+"""Each CLI command's body, by family; `builder/cli.py` parses the command line and dispatches here."""

@@ -102,7 +102,6 @@ def api_key(provider: str, base_url: str) -> str | None:
 
 
 def run_ask_command(args: argparse.Namespace) -> int:
-    from builder.evaluation.evaluate import query_encoder
     from builder.providers import (
         DEFAULT_BASE_URLS,
         KEY_VARIABLES,
@@ -110,6 +109,7 @@ def run_ask_command(args: argparse.Namespace) -> int:
         build_request,
         stream_answer,
     )
+    from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence, verify
     from readingroom_core.browser import open_folder
     from readingroom_core.engine import embedding_text
@@ -125,9 +125,8 @@ def run_ask_command(args: argparse.Namespace) -> int:
         return 2
     site = open_folder(args.site)
     engine = site.engine
-    vector = query_encoder(args.site, site.manifest).encode([embedding_text(retrieval_query(args.question))])[
-        0
-    ]
+    encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
+    vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
     try:
         found = select_evidence(engine, args.question, vector, budget=args.budget, k=args.k)
     except (PromptTooLong, ValueError) as exc:

@@ -9,6 +9,7 @@ Pyodide folder are cached for good; pages and manifest.json are revalidated on e
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import posixpath
@@ -32,7 +33,7 @@ MIME_TYPES = {
     ".usearch": "application/octet-stream",
     ".whl": "application/zip",
     ".zip": "application/zip",
-    # A file's gzip copy (builder/stages/store.py with_gzip) is sent as it is stored, with no
+    # A file's gzip copy (builder/site/store.py with_gzip) is sent as it is stored, with no
     # Content-Encoding, as GitHub Pages sends it: the page decompresses it.
     ".gz": "application/gzip",
     ".txt": "text/plain; charset=utf-8",
@@ -158,3 +159,20 @@ def serve_in_thread(site_dir: Path, port: int = 0) -> tuple[ThreadingHTTPServer,
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host, bound_port = server.server_address[:2]
     return server, f"http://{host}:{bound_port}{base_url_of(site_dir)}"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        server = make_server(args.site, args.port)
+    except PortError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    host, port = server.server_address[:2]
+    print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

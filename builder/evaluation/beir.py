@@ -1,4 +1,4 @@
-"""`python -m builder eval-beir`: score the site's own search on a BEIR dataset.
+"""BEIR evaluation (`python -m builder eval-beir`): score the site's own search on a BEIR dataset.
 
 Each BEIR document becomes one paper with one chunk of an in-memory site, built by the same code as a
 real build (postings, quantised USearch file, chunk table, text files), and every test query runs
@@ -12,11 +12,8 @@ which matters for ArguAna, where queries are arguments from the corpus itself).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -28,17 +25,23 @@ import numpy as np
 from builder.evaluation.metrics import evaluate
 from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
+from readingroom_core.sitedata import (
+    ChunkTable,
+    DataFiles,
+    PageRange,
+    PaperRecord,
+    PaperText,
+    TextChunk,
+    chunk_table_bytes,
+    paper_text_bytes,
+    papers_bytes,
+)
 
 MODES = ("bm25", "dense", "hybrid")
 MEASURES = (("ndcg", 10), ("recall", 100))
 DEFAULT_CANDIDATES = 200  # per retriever before fusion: Recall@100 needs more than 100 to fuse from
 DEFAULT_K = 100
 QUERY_ENCODERS = ("browser", "model")
-
-# The engine reads "quoted phrases" as must-contain filters and `year:`/`cat:`/... as field filters;
-# BEIR queries are plain text, so that syntax is neutralised (the query vector sees the original text).
-_QUOTES_RE = re.compile('["\u201c\u201d\u201e]')
-_FIELD_RE = re.compile(r"(?<!\S)(year|cat|tag|id|author):", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,10 @@ def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) 
     return vectors, True
 
 
-def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[str, bytes]]:
-    """(manifest, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each."""
+def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[DataFiles, dict[str, bytes]]:
+    """(data files by role, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each,
+    written by the real build's writers."""
     from builder.stages.index import write_index
-    from readingroom_core import sitedata
     from readingroom_core.bm25 import build_postings, postings_bytes
 
     texts = dataset.doc_texts
@@ -183,40 +186,30 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[dict, dict[st
         zip(dataset.doc_ids, dataset.titles, texts, strict=True)
     ):
         text_path = f"data/text/{doc_number}.json"
-        chunk = {"id": f"{doc_id}#0", "s": 0, "e": len(text), "t": text}
-        files[text_path] = sitedata.paper_text_bytes(doc_id, doc_number, [chunk], [[1, 0, len(text)]])
-        papers.append(
-            {
-                "id": doc_id,
-                "title": title,
-                "authors": [],
-                "year": None,
-                "categories": [],
-                "tags": [],
-                "chunks": [doc_number, 1],
-                "text": text_path,
-            }
+        chunk = TextChunk(f"{doc_id}#0", 0, len(text), text)
+        files[text_path] = paper_text_bytes(
+            PaperText(doc_id, doc_number, (chunk,), (PageRange(1, 0, len(text)),))
         )
-    n = len(texts)
-    files["data/papers.json"] = sitedata.papers_bytes(papers)
-    files["data/chunks.json"] = sitedata.chunk_table_bytes([(1, 1, "")] * n)
-    files["data/postings.json"] = postings_bytes(build_postings(texts))
+        papers.append(
+            PaperRecord(id=doc_id, title=title, first_chunk=doc_number, chunk_count=1, text=text_path)
+        )
+    roles = DataFiles(
+        papers="data/papers.json",
+        chunks="data/chunks.json",
+        postings="data/postings.json",
+        vectors="data/vectors.usearch",
+    )
+    files[roles.papers] = papers_bytes(papers)
+    files[roles.chunks] = chunk_table_bytes(ChunkTable.from_rows([(1, 1, "")] * len(texts)))
+    files[roles.postings] = postings_bytes(build_postings(texts))
     with tempfile.TemporaryDirectory(prefix="readingroom-beir-") as scratch:
         index_path = Path(scratch) / "vectors.usearch"
-        write_index(index_path, np.arange(n, dtype=np.uint64), vectors)
-        files["data/vectors.usearch"] = index_path.read_bytes()
-    roles = {"papers": "papers.json", "chunks": "chunks.json", "postings": "postings.json"}
-    manifest = {"files": {role: f"data/{name}" for role, name in roles.items()}}
-    manifest["files"]["vectors"] = "data/vectors.usearch"
-    return manifest, files
+        write_index(index_path, np.arange(len(texts), dtype=np.uint64), vectors)
+        files[roles.vectors] = index_path.read_bytes()
+    return roles, files
 
 
 # --- queries -----------------------------------------------------------------------------------------
-
-
-def as_free_text(query: str) -> str:
-    """The query with the engine's phrase and field syntax neutralised, words kept."""
-    return _FIELD_RE.sub(r"\1 ", _QUOTES_RE.sub(" ", query))
 
 
 def query_encoder(
@@ -229,12 +222,12 @@ def query_encoder(
         return lambda texts: encode(model, texts).astype(float).tolist()
     if kind != "browser":
         raise ValueError(f"query encoder must be one of {', '.join(QUERY_ENCODERS)}, got {kind!r}")
-    from builder.pipeline import export_encoder
+    from builder.query_encoder import OnnxQueryEncoder
     from builder.stages.embed import identify
-    from builder.stages.encoder import OnnxQueryEncoder
+    from builder.stages.encoder import cached_query_encoder
 
     identity = identify("all-MiniLM-L6-v2", model_dir, "", "")
-    files = export_encoder(model_dir, identity, cache_dir)
+    files = cached_query_encoder(model_dir, identity, cache_dir)
     return OnnxQueryEncoder.from_dir(files.config.parent).encode
 
 
@@ -258,10 +251,13 @@ def run_queries(
     """Ranked BEIR doc ids per query for one mode, through the engine's public `search`."""
     from tqdm import tqdm
 
+    from readingroom_core.querysyntax import free_text
+
     options = search_options(settings, mode)
     run = {}
     for query_id in tqdm(query_vectors, desc=mode, unit="query", disable=not progress):
-        hits = engine.search(as_free_text(dataset.queries[query_id]), query_vectors[query_id], options)
+        # BEIR queries are plain text: their quote marks and colons must not read as phrases or filters
+        hits = engine.search(free_text(dataset.queries[query_id]), query_vectors[query_id], options)
         run[query_id] = ranked_doc_ids(
             hits, dataset.doc_ids, query_id, settings.k, settings.ignore_identical_ids
         )
@@ -297,8 +293,8 @@ def evaluate_dataset(
         timings.embed_docs_s, timings.docs_embedded = time.perf_counter() - started, len(texts)
 
     started = time.perf_counter()
-    manifest, files = build_site(dataset, vectors)
-    engine = SearchEngine(manifest, files.__getitem__)
+    roles, files = build_site(dataset, vectors)
+    engine = SearchEngine(roles, files.__getitem__)
     engine.load_vectors()
     timings.build_site_s = time.perf_counter() - started
 
@@ -359,105 +355,3 @@ def effective_settings(settings: EvalSettings) -> dict:
         "ignore_identical_ids": settings.ignore_identical_ids,
         "query_encoder": settings.query_encoder,
     }
-
-
-# --- command -----------------------------------------------------------------------------------------
-
-
-def add_beir_command(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "eval-beir",
-        help="score the site's search (bm25, dense, hybrid) on a BEIR dataset",
-        description="Index a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) in memory with "
-        "the site's own pipeline and report nDCG@10 and Recall@100 for bm25, dense and hybrid search. "
-        "Corpus embeddings are cached, so reruns are fast.",
-    )
-    parser.add_argument("--data", type=Path, required=True, metavar="DIR", help="the BEIR dataset folder")
-    parser.add_argument("--split", default="test", help="which qrels/<split>.tsv to score (default: test)")
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        default=DEFAULT_CACHE,
-        metavar="DIR",
-        help=f"embeddings go under DIR/beir, the query encoder under DIR/encoder (default: {DEFAULT_CACHE})",
-    )
-    parser.add_argument(
-        "--candidates",
-        type=int,
-        default=DEFAULT_CANDIDATES,
-        help=f"results per retriever before fusion (default: {DEFAULT_CANDIDATES})",
-    )
-    parser.add_argument("--fusion", choices=("weighted", "rrf"), help="default: the site's")
-    parser.add_argument(
-        "--dense-weight", type=float, help="weighted fusion's dense share (default: the site's)"
-    )
-    parser.add_argument(
-        "--query-encoder",
-        choices=QUERY_ENCODERS,
-        default="browser",
-        help="browser: the int8 ONNX encoder visitors run (default); model: sentence-transformers in float",
-    )
-    parser.add_argument(
-        "--keep-identical-ids",
-        action="store_true",
-        help="keep a hit whose doc id equals the query id (BEIR drops it; it matters for ArguAna)",
-    )
-    parser.add_argument("--max-queries", type=int, help="score only the first N queries (quick checks)")
-    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
-    return parser
-
-
-def settings_from_args(args: argparse.Namespace) -> EvalSettings:
-    return EvalSettings(
-        candidates=args.candidates,
-        fusion=args.fusion,
-        dense_weight=args.dense_weight,
-        ignore_identical_ids=not args.keep_identical_ids,
-        query_encoder=args.query_encoder,
-        max_queries=args.max_queries,
-    )
-
-
-def format_table(result: BeirResult) -> str:
-    lines = [
-        f"{result.dataset}: {result.queries} queries over {result.docs} docs",
-        "mode     nDCG@10  Recall@100",
-    ]
-    for mode in MODES:
-        scores = result.scores[mode]
-        lines.append(f"{mode:<8} {scores['ndcg@10']:>7.4f}  {scores['recall@100']:>10.4f}")
-    timings = result.timings
-    searches = ", ".join(
-        f"{mode} {result.queries / seconds:.1f}" for mode, seconds in timings.search_s.items()
-    )
-    embedded = (
-        f"embedded {timings.docs_embedded} docs in {timings.embed_docs_s:.1f} s, "
-        if timings.docs_embedded
-        else ""
-    )
-    lines.append(
-        f"time: {embedded}site built in {timings.build_site_s:.1f} s, queries encoded in "
-        f"{timings.encode_queries_s:.1f} s; queries/s {searches}"
-    )
-    settings = ", ".join(f"{key}={value}" for key, value in result.settings.items())
-    lines.append(f"settings: {settings}")
-    return "\n".join(lines)
-
-
-def run_beir_command(args: argparse.Namespace) -> int:
-    try:
-        dataset = load_dataset(args.data, args.split)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"eval-beir: {error}", file=sys.stderr)
-        return 2
-    progress = not args.no_progress and not args.json
-    result = evaluate_dataset(
-        dataset,
-        settings_from_args(args),
-        cache_dir=args.cache,
-        progress=progress,
-        log=lambda message: print(message, file=sys.stderr) if progress else None,
-    )
-    print(json.dumps(result.scores, indent=2) if args.json else format_table(result))
-    return 0

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.evaluation import metrics
+from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
 from readingroom_core.engine import Hit, SearchEngine, SearchOptions, embedding_text
 
@@ -65,16 +66,10 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def query_encoder(site_dir: Path, manifest: dict):
-    from builder.stages.encoder import OnnxQueryEncoder
-
-    return OnnxQueryEncoder.from_site(site_dir, manifest)
-
-
 def top_chunk_ids(site_dir: Path, queries: Sequence[str], options: SearchOptions) -> list[list[str]]:
     """Each query's ranked chunk ids as `python -m builder query` finds them: the browser must agree."""
     site = open_folder(site_dir)
-    vectors = query_encoder(site_dir, site.manifest).encode([embedding_text(q) for q in queries])
+    vectors = OnnxQueryEncoder.from_site(site_dir, site.manifest).encode([embedding_text(q) for q in queries])
     return [
         [hit.chunk_id for hit in site.engine.search(query, vector, options)]
         for query, vector in zip(queries, vectors, strict=True)

@@ -27,6 +27,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from builder.models import IngestedPaper, Settings, file_stem
+from builder.stages.encoder import document_encoder_path
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 # (query, relevant passage, irrelevant passage): any working English sentence embedder ranks these.
@@ -113,7 +116,7 @@ def load_model(model_dir: Path):
 
 def identify(name: str, model_dir: Path, query_prefix: str, document_prefix: str) -> ModelIdentity:
     """From the model folder's files: a rebuild with nothing to embed never loads the model."""
-    from builder.stages.encoder import model_shape
+    from builder.stages.encoder.onnx_graph import model_shape
 
     dims, max_tokens = model_shape(model_dir)
     return ModelIdentity(
@@ -147,7 +150,7 @@ class DocumentEncoder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        from builder.stages.encoder import OUTPUT_NAME, export_document_encoder
+        from builder.stages.encoder.onnx_graph import OUTPUT_NAME, export_document_encoder
 
         if not self.onnx_path.exists():
             scratch = self.onnx_path.with_name(self.onnx_path.name + ".partial")
@@ -261,7 +264,7 @@ class EmbeddingCache:
         self._resumed: dict[str, dict[str, np.ndarray]] | None = None
 
     def _paths(self, arxiv_id: str) -> tuple[Path, Path]:
-        stem = arxiv_id.replace("/", "_")
+        stem = file_stem(arxiv_id)
         return self.folder / f"{stem}.keys.json", self.folder / f"{stem}.npy"
 
     def load(self, arxiv_id: str) -> dict[str, np.ndarray]:
@@ -377,3 +380,49 @@ def embed_papers(
     stats.embedded = len(todo) - stats.embedded_abouts
     stats.reused = sum(len(k) for k in keys) - sum(abouts) - stats.embedded
     return result, stats
+
+
+@dataclass
+class Embedded:
+    """The build's vectors: one float32 unit row per chunk in doc-id order, and one per paper (its paper
+    view: what the whole paper is about, from its abstract and its chunks)."""
+
+    identity: ModelIdentity
+    chunks: np.ndarray
+    papers: np.ndarray
+
+
+def embed_ingested(
+    papers: list[IngestedPaper], settings: Settings, model_dir: Path, cache_dir: Path, progress: bool
+) -> tuple[Embedded, EmbedStats]:
+    """Chunk and paper vectors; only texts new to the cache meet the model (which starts, and passes its
+    sanity check, only then). A paper's title and abstract are embedded with its chunks."""
+    identity = identify(settings.model, model_dir, settings.query_prefix, settings.document_prefix)
+    model = DocumentEncoder(model_dir, identity, document_encoder_path(cache_dir, identity))
+    abouts = [about_text(p.meta.title, p.meta.abstract) for p in papers]
+    jobs = [
+        (
+            p.meta.arxiv_id,
+            [c.chunk_id for c in p.chunks] + ([ABOUT_ID] if about else []),
+            [
+                identity.document_prefix + text
+                for text in [c.indexed_text for c in p.chunks] + ([about] if about else [])
+            ],
+        )
+        for p, about in zip(papers, abouts, strict=True)
+    ]
+    per_paper, stats = embed_papers(model, EmbeddingCache(cache_dir, identity), jobs, progress=progress)
+    chunk_rows = [rows[: len(p.chunks)] for p, rows in zip(papers, per_paper, strict=True)]
+    paper_rows = [
+        paper_vector(rows, rows[len(p.chunks)] if about else None)
+        for p, rows, about in zip(papers, per_paper, abouts, strict=True)
+    ]
+    empty = np.zeros((0, identity.dims), np.float32)
+    return (
+        Embedded(
+            identity,
+            np.concatenate(chunk_rows) if chunk_rows else empty,
+            np.stack(paper_rows) if paper_rows else empty,
+        ),
+        stats,
+    )

@@ -3,7 +3,7 @@
 Both interpreters answer the same JSON requests through the same driver (`wasm/node/core_driver.py`),
 so tests and benchmarks compare interpreters and nothing else. Pyodide comes from
 `wasm/node_modules/pyodide` (`npm ci` in `wasm/`); the core is installed from its own wheel
-(`builder.stages.runtime.build_core_wheel`, as the site's build makes it).
+(`builder.site.runtime.build_core_wheel`, as the site's build makes it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from builder.stages.runtime import PYODIDE_PACKAGE, WASM_DIR
+from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR
 
 NODE_SCRIPT = WASM_DIR / "node" / "run_core.mjs"
 DRIVER = WASM_DIR / "node" / "core_driver.py"
@@ -70,7 +70,7 @@ def run_in_cpython(request: dict) -> dict:
 
 def encode_queries(site_dir: Path, queries: Sequence[str]) -> list[list[float]]:
     """Query vectors from the site's own encoder files (what the browser's ONNX model computes)."""
-    from builder.stages.encoder import OnnxQueryEncoder
+    from builder.query_encoder import OnnxQueryEncoder
 
     site_dir = Path(site_dir)
     manifest = json.loads((site_dir / "manifest.json").read_text(encoding="utf-8"))

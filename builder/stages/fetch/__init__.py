@@ -201,28 +201,10 @@ class _Fetcher:
     def _local(self, ref: PaperRef) -> _Wanted | None:
         """Serve `ref` from the cache or the mirror; return what to ask arXiv for when neither can."""
         arxiv_id = ref.arxiv_id
-        if not is_valid_arxiv_id(arxiv_id):
-            self._fail(
-                arxiv_id,
-                f"{arxiv_id!r} is not an arXiv id (expected e.g. 2005.11401 or hep-th/9901001, no version)",
-                f"check the id in {self.corpus_file}",
-            )
+        if not self._well_formed(ref):
             return None
-        if ref.version is not None and not VERSION_RE.fullmatch(ref.version):
-            self._fail(
-                arxiv_id,
-                f"version {ref.version!r} is not an arXiv version (expected v1, v2, ...)",
-                f"fix the pinned version in {self.corpus_file}",
-            )
-            return None
-        lock = self.locked.get(arxiv_id)
+        wanted = self._wanted(ref)
         refresh = self.options.refresh and not self.options.offline
-        if ref.version:
-            wanted = _Wanted(ref, ref.version, "ref")
-        elif lock is not None and VERSION_RE.fullmatch(lock.version) and not refresh:
-            wanted = _Wanted(ref, lock.version, "lock")
-        else:
-            wanted = _Wanted(ref, None, "")
 
         mirror_problem = None
         try:
@@ -269,6 +251,35 @@ class _Fetcher:
             )
             return None
         return wanted
+
+    def _well_formed(self, ref: PaperRef) -> bool:
+        """Whether the reading list's id and pinned version can be arXiv's; a Failure when not."""
+        arxiv_id = ref.arxiv_id
+        if not is_valid_arxiv_id(arxiv_id):
+            self._fail(
+                arxiv_id,
+                f"{arxiv_id!r} is not an arXiv id (expected e.g. 2005.11401 or hep-th/9901001, no version)",
+                f"check the id in {self.corpus_file}",
+            )
+            return False
+        if ref.version is not None and not VERSION_RE.fullmatch(ref.version):
+            self._fail(
+                arxiv_id,
+                f"version {ref.version!r} is not an arXiv version (expected v1, v2, ...)",
+                f"fix the pinned version in {self.corpus_file}",
+            )
+            return False
+        return True
+
+    def _wanted(self, ref: PaperRef) -> _Wanted:
+        """The version the corpus file pins, else the lock file's (unless refreshing), else the latest."""
+        lock = self.locked.get(ref.arxiv_id)
+        refresh = self.options.refresh and not self.options.offline
+        if ref.version:
+            return _Wanted(ref, ref.version, "ref")
+        if lock is not None and VERSION_RE.fullmatch(lock.version) and not refresh:
+            return _Wanted(ref, lock.version, "lock")
+        return _Wanted(ref, None, "")
 
     def _mirror_version_mismatch(self, wanted: _Wanted, mirror_version: str) -> tuple[str, str]:
         where = self.corpus_file if wanted.pinned_by == "ref" else self.lock_file

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.models import PaperMeta
+from builder.models import PaperMeta, file_stem
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,6 @@ VERSION_RE = re.compile(r"v[1-9]\d*")
 
 def clean(text: str) -> str:
     return " ".join(text.split())
-
-
-def file_id(arxiv_id: str) -> str:
-    return arxiv_id.replace("/", "_")
 
 
 def sha256_file(path: Path) -> str:
@@ -147,7 +143,7 @@ def _describe(value: Any) -> str:
 
 def cache_paper_dir(cache_dir: Path, arxiv_id: str, version: str) -> Path:
     """`<cache_dir>/papers/<id with '/' replaced by '_'>/<version>`."""
-    return Path(cache_dir) / "papers" / file_id(arxiv_id) / version
+    return Path(cache_dir) / "papers" / file_stem(arxiv_id) / version
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -187,7 +183,7 @@ class Cache:
         return meta, pdf
 
     def latest(self, arxiv_id: str) -> tuple[PaperMeta, Path] | None:
-        folder = self.cache_dir / "papers" / file_id(arxiv_id)
+        folder = self.cache_dir / "papers" / file_stem(arxiv_id)
         if not folder.is_dir():
             return None
         versions = sorted(
@@ -222,7 +218,7 @@ class Mirror:
 
     def entry(self, arxiv_id: str) -> MirrorEntry | None:
         """The mirror's copy, None when it has none; MetadataError when its metadata is unusable."""
-        name = file_id(arxiv_id)
+        name = file_stem(arxiv_id)
         pdf, meta = self.folder / "pdf" / f"{name}.pdf", self.folder / "meta" / f"{name}.json"
         if not (pdf.is_file() and meta.is_file()):
             return None

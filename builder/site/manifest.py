@@ -1,7 +1,8 @@
 """`manifest.json`: the one file the browser runtime reads first, and the build's record of itself.
 
 It names every data file (with size and checksum), the model and how its vectors were quantized and
-indexed, the counts, and the tool versions, so a site can be checked and reproduced.
+indexed, the counts, and the tool versions, so a site can be checked and reproduced. The record and
+its JSON form are `readingroom_core.sitedata.Manifest`; this module fills it in and puts it on disk.
 """
 
 from __future__ import annotations
@@ -15,8 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from builder.stages.embed import ModelIdentity
-from builder.stages.store import Artifact
-from readingroom_core.sitedata import FORMAT_VERSION, MANIFEST_FILE, manifest_bytes
+from builder.stages.index import IndexParams
+from readingroom_core.sitedata import (
+    MANIFEST_FILE,
+    Artifact,
+    Bm25Section,
+    Counts,
+    DataFiles,
+    IndexSection,
+    Manifest,
+    ModelSection,
+    manifest_bytes,
+)
 from readingroom_core.sitedata import read_manifest as parse_manifest
 
 TOOLS = (
@@ -51,43 +62,48 @@ def build_time() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def model_section(identity: ModelIdentity) -> ModelSection:
+    """The model as the site names it: everything but the build machine's path to it."""
+    fields = asdict(identity)
+    fields.pop("path")
+    return ModelSection(**fields)
+
+
 def make_manifest(
     *,
     title: str,
     base_url: str,
     model: ModelIdentity,
-    index: dict[str, Any],
-    bm25: dict[str, Any],
+    index: IndexParams,
+    bm25: Bm25Section,
     encoder: dict[str, Any],
-    counts: dict[str, int],
-    files: dict[str, str],
+    counts: Counts,
+    files: DataFiles,
     artifacts: list[Artifact],
-) -> dict[str, Any]:
-    identity = asdict(model)
-    identity.pop("path")
-    return {
-        "format_version": FORMAT_VERSION,
-        "title": title,
-        "base_url": base_url,
-        "model": identity,
-        "index": index,
-        "bm25": bm25,
-        "encoder": encoder,
-        "counts": counts,
-        "files": files,
-        "artifacts": [asdict(a) for a in sorted(artifacts, key=lambda a: a.path)],
-        "tools": tool_versions(),
-        "built_at": build_time(),
-    }
+) -> Manifest:
+    """The manifest of a site whose runtime is not packed yet (render adds it)."""
+    return Manifest(
+        title=title,
+        base_url=base_url,
+        model=model_section(model),
+        index=IndexSection(**asdict(index)),
+        bm25=bm25,
+        encoder=encoder,
+        counts=counts,
+        files=files,
+        artifacts=tuple(artifacts),
+        tools=tool_versions(),
+        built_at=build_time(),
+    )
 
 
-def write_manifest(site_dir: Path, manifest: dict[str, Any]) -> Path:
+def write_manifest(site_dir: Path, manifest: Manifest) -> Path:
     path = site_dir / MANIFEST_FILE
     path.write_bytes(manifest_bytes(manifest))
     return path
 
 
-def read_manifest(site_dir: Path) -> dict[str, Any]:
+def read_manifest(site_dir: Path) -> Manifest:
     path = site_dir / MANIFEST_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: build the site first (`python -m builder build`)")

@@ -7,6 +7,9 @@ CI logs and the corpus page can show the same facts.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,6 +39,14 @@ class BuildReport:
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
     # arXiv id -> glyphs its PDF does not map to Unicode (dropped from the text), for papers with any
     unmapped_glyphs: dict[str, int] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Adds the block's wall time to `seconds[stage]`."""
+        started = time.perf_counter()
+        yield
+        elapsed = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+        self.seconds[stage] = round(elapsed, 3)
 
     def to_json(self) -> dict:
         data = asdict(self)

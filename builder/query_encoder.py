@@ -1,0 +1,87 @@
+"""The query encoder at query time (`query`, `eval`, `ask`, tests): the ONNX file a site ships, run by
+onnxruntime with the stdlib tokenizer, so the CLI embeds a query exactly as the browser does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from builder.stages.encoder import CONFIG_FORMAT
+from readingroom_core.sitedata import Manifest
+from readingroom_core.tokenizer import WordPieceTokenizer
+
+# Fold each DequantizeLinear into a float weight once, at session start. Without this, native onnxruntime
+# fuses DequantizeLinear + MatMul into int8 kernels that also quantise the activations (other vectors than
+# the browser's), and ONNX Runtime Web dequantises every weight on every run (60 ms a query instead of 22).
+# worker.js sets the same entry, so the CLI and the browser compute the same vectors.
+DEQUANTIZE_AT_LOAD = ("session.disable_quant_qdq", "1")
+
+
+class OnnxQueryEncoder:
+    """The browser's model in Python: the shipped ONNX file and the stdlib tokenizer."""
+
+    def __init__(
+        self, onnx_path: Path, vocab_path: Path, char_classes_path: Path, config: dict, query_prefix: str = ""
+    ):
+        import onnxruntime
+
+        if config.get("format") != CONFIG_FORMAT:
+            raise ValueError(
+                f"query encoder config has format {config.get('format')!r}, expected {CONFIG_FORMAT!r}; "
+                "rebuild the site (or re-export the query encoder)"
+            )
+        self.config = config
+        self.query_prefix = query_prefix
+        self.tokenizer = WordPieceTokenizer.from_data(
+            Path(vocab_path).read_text(encoding="utf-8"),
+            json.loads(Path(char_classes_path).read_text(encoding="utf-8")),
+            max_length=config["max_length"],
+        )
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
+        self.session = onnxruntime.InferenceSession(
+            str(onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+
+    @classmethod
+    def from_dir(cls, encoder_dir: Path) -> OnnxQueryEncoder:
+        """An export folder as `export_query_encoder` writes it."""
+        encoder_dir = Path(encoder_dir)
+        config_path = encoder_dir / "config.json"
+        if not config_path.exists():
+            raise FileNotFoundError(f"{config_path} is missing; run export_query_encoder into {encoder_dir}")
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        return cls(
+            encoder_dir / config["onnx"],
+            encoder_dir / config["vocab"],
+            encoder_dir / config["char_classes"],
+            config,
+        )
+
+    @classmethod
+    def from_site(cls, site_dir: Path, manifest: Manifest) -> OnnxQueryEncoder:
+        """The encoder a built site ships, found through its manifest (file names are content-hashed)."""
+        files = manifest.files
+        return cls(
+            site_dir / files.encoder,
+            site_dir / files.vocab,
+            site_dir / files.char_classes,
+            manifest.encoder,
+            manifest.model.query_prefix,
+        )
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors, one per text, as the browser computes them (one text per run, no padding)."""
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of texts; wrap a single query in a list")
+        vectors = []
+        for text in texts:
+            input_ids = np.array([self.tokenizer.encode(self.query_prefix + text)], dtype=np.int64)
+            feeds = {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)}
+            (embedding,) = self.session.run([self.config["output"]], feeds)
+            vectors.append(embedding[0].astype(float).tolist())
+        return vectors

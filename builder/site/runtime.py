@@ -1,0 +1,220 @@
+"""The browser runtime as the site ships it: our JS/CSS, ORT Web, Pyodide, the search core as the wheel
+the site's Pyodide installs, and the interpreter snapshot made from that wheel.
+
+Runtime files are content-hashed (`app.<hash>.js`), except Pyodide, which loads its own files by their
+original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`, and ES
+modules that import one another by name, which share a folder named by the hash of them all
+(`runtime/engine-<hash>/`, `runtime/ask-<hash>/`). The Python snapshot the search worker restores
+instead of booting Python is made from the same wheel bytes. The wasm files and the snapshot, which the
+workers fetch themselves, get a gzip copy (store.with_gzip). The manifest's `runtime` section names them
+by role, with its own `artifacts` list, apart from the data files'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from builder.paths import REPO_ROOT
+from builder.site.store import with_gzip, write_hashed, write_plain
+from readingroom_core.sitedata import Artifact, RuntimeSection
+
+WASM_DIR = REPO_ROOT / "wasm"
+PYODIDE_PACKAGE = WASM_DIR / "node_modules" / "pyodide"
+SNAPSHOT_SCRIPT = WASM_DIR / "node" / "python_snapshot.mjs"
+SNAPSHOT_TIMEOUT_S = 300
+RUNTIME_SOURCES = WASM_DIR / "runtime"
+ORT_PACKAGE = WASM_DIR / "node_modules" / "onnxruntime-web"
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
+# Pyodide fetches these itself; the worker's fetch wrapper hands it the `.gz` copies (render writes them
+# where gzip pays). The .mjs files are imported, and an import cannot be decompressed by the page.
+PYODIDE_FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+# ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
+ORT_FILES = {
+    "ort": "ort.wasm.min.mjs",
+    "ort_glue": "ort-wasm-simd-threaded.mjs",
+    "ort_wasm": "ort-wasm-simd-threaded.wasm",
+}
+ORT_FETCHED = ("ort_wasm",)  # handed to ORT as ort.env.wasm.wasmBinary, so it may come as .gz
+OWN_RUNTIME = {"app": "app.js", "corpus_js": "corpus.js", "css": "style.css"}
+# The engine's two workers share download.js, which they import by name: one folder named by the hash
+# of all three (as the ask modules below).
+ENGINE_MODULES = ("worker.js", "encoder.js", "download.js")
+# Ask mode's ES modules import one another by name, so they share one folder named by the hash of them all,
+# together with markdown-it's self-contained browser build (answer.js imports it as ./markdown-it.mjs).
+ASK_MODULES = ("ask.js", "answer.js", "providers.js", "settings.js")
+MARKDOWN_IT_PACKAGE = WASM_DIR / "node_modules" / "markdown-it"
+MARKDOWN_IT_FILE = "dist/browser/markdown-it.esm.min.mjs"
+SOURCE_MAP_COMMENT = re.compile(rb"\n//# sourceMappingURL=\S+\s*$")
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
+
+
+def build_core_wheel(out_dir: Path) -> Path:
+    """Build the pure-Python `readingroom_core` wheel into `out_dir` and return its path.
+
+    The sources are copied to a scratch folder first, so setuptools' build/ and egg-info never land in
+    wasm/. Without setuptools installed, `build` makes an isolated environment (which needs PyPI).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.glob("readingroom_core-*.whl"):  # so the one wheel left is this build's
+        stale.unlink()
+    with tempfile.TemporaryDirectory(prefix="readingroom-core-wheel-") as scratch:
+        source = Path(scratch) / "wasm"
+        source.mkdir()
+        shutil.copy2(WASM_DIR / "pyproject.toml", source)
+        shutil.copytree(
+            WASM_DIR / "readingroom_core",
+            source / "readingroom_core",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        isolation = ["--no-isolation"] if importlib.util.find_spec("setuptools") else []
+        command = [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            *isolation,
+            str(source),
+            "--outdir",
+            str(out_dir),
+        ]
+        finished = subprocess.run(command, capture_output=True, text=True, check=False)
+        if finished.returncode != 0:
+            raise RuntimeError(f"building the core wheel failed:\n{finished.stdout}\n{finished.stderr}")
+    wheels = sorted(out_dir.glob("readingroom_core-*-py3-none-any.whl"))
+    if len(wheels) != 1:
+        raise RuntimeError(
+            f"expected one readingroom_core wheel in {out_dir}, found {[w.name for w in wheels]}"
+        )
+    return wheels[0]
+
+
+def python_snapshot(wheel: bytes) -> bytes:
+    """Pyodide's memory after booting and importing the core from `wheel` (the bytes the site ships), made
+    by Node (wasm/node/python_snapshot.mjs): a visitor's search worker restores it instead of booting Python.
+    The same wheel gives the same snapshot (the wheel's bytes pass through Python's memory)."""
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("node is not installed; the build needs Node.js (as `npm ci --prefix wasm` does)")
+    with tempfile.TemporaryDirectory(prefix="readingroom-snapshot-") as scratch:
+        wheel_path = Path(scratch) / "core.whl"
+        wheel_path.write_bytes(wheel)
+        out = Path(scratch) / "python.snapshot"
+        finished = subprocess.run(
+            [node, str(SNAPSHOT_SCRIPT), str(wheel_path), str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SNAPSHOT_TIMEOUT_S,
+        )
+        if finished.returncode != 0 or not out.exists():
+            raise RuntimeError(f"making the Python snapshot failed:\n{finished.stdout}\n{finished.stderr}")
+        return out.read_bytes()
+
+
+def package_version(package_dir: Path) -> str:
+    package_json = package_dir / "package.json"
+    if not package_json.exists():
+        raise FileNotFoundError(
+            f"{package_dir} is missing; run `npm ci --prefix wasm` to install the runtime"
+        )
+    return json.loads(package_json.read_text(encoding="utf-8"))["version"]
+
+
+def copy_runtime(out_dir: Path) -> RuntimeSection:
+    """Copy our JS/CSS, the core wheel and its snapshot, ORT Web and Pyodide; name them by role."""
+    runtime: dict[str, str] = {}
+    artifacts: list[Artifact] = []
+
+    def add(role: str, artifact: Artifact) -> None:
+        runtime[role] = artifact.path
+        artifacts.append(artifact)
+
+    for role, name in OWN_RUNTIME.items():
+        add(role, copy_hashed(out_dir, RUNTIME_SOURCES / name))
+    for role, name in ORT_FILES.items():
+        artifact = copy_hashed(out_dir, ORT_PACKAGE / "dist" / name)
+        add(role, artifact)
+        if role in ORT_FETCHED:
+            artifacts.extend(with_gzip(out_dir, artifact)[1:])
+    with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
+        wheel = build_core_wheel(Path(scratch))
+        stem = wheel.name.removesuffix(".whl")
+        wheel_bytes = reproducible_zip(wheel)
+        add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
+        snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", python_snapshot(wheel_bytes))
+        add("python_snapshot", snapshot)
+        artifacts.extend(with_gzip(out_dir, snapshot)[1:])
+    engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
+    engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
+    runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
+    artifacts.extend(engine_artifacts)
+    ask_folder, ask_artifacts = copy_ask_modules(out_dir)
+    runtime["ask"] = f"{ask_folder}/ask.js"
+    artifacts.extend(ask_artifacts)
+    version = package_version(PYODIDE_PACKAGE)
+    folder = f"runtime/pyodide-{version}"
+    for name in PYODIDE_FILES:
+        artifact = write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes())
+        artifacts.extend(with_gzip(out_dir, artifact) if name in PYODIDE_FETCHED else [artifact])
+    runtime["pyodide"] = folder + "/"
+    versions = {
+        "pyodide": version,
+        "onnxruntime-web": package_version(ORT_PACKAGE),
+        "markdown-it": package_version(MARKDOWN_IT_PACKAGE),
+    }
+    return RuntimeSection(runtime, versions, tuple(artifacts))
+
+
+def copy_ask_modules(out_dir: Path) -> tuple[str, list[Artifact]]:
+    """`runtime/ask-<hash12>/`: the ask modules and markdown-it (its source-map comment dropped: the map
+    is not shipped)."""
+    package_version(MARKDOWN_IT_PACKAGE)  # a clear error when npm ci has not run
+    files = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ASK_MODULES}
+    markdown_it = (MARKDOWN_IT_PACKAGE / MARKDOWN_IT_FILE).read_bytes()
+    files["markdown-it.mjs"] = SOURCE_MAP_COMMENT.sub(b"\n", markdown_it)
+    return write_module_folder(out_dir, "ask", files)
+
+
+def write_module_folder(out_dir: Path, stem: str, files: dict[str, bytes]) -> tuple[str, list[Artifact]]:
+    """`runtime/<stem>-<hash12>/` holding `files` (name -> bytes), the hash over all of them: modules
+    that import one another by name keep their names, and a change to any one renames the folder."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    folder = f"runtime/{stem}-{digest.hexdigest()[:12]}"
+    return folder, [write_plain(out_dir, f"{folder}/{name}", data) for name, data in sorted(files.items())]
+
+
+def reproducible_zip(path: Path) -> bytes:
+    """The archive with every entry's timestamp fixed, so the same sources give the same hashed name."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(buffer, "w") as target:
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=ZIP_EPOCH)
+            fixed.external_attr = info.external_attr
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(fixed, source.read(info))
+    return buffer.getvalue()
+
+
+def copy_hashed(out_dir: Path, source: Path) -> Artifact:
+    """`runtime/<stem>.<hash12><suffix>`; for `ort.wasm.min.mjs` the stem is `ort.wasm.min`."""
+    stem, _, suffix = source.name.rpartition(".")
+    return write_hashed(out_dir, "runtime", stem, "." + suffix, source.read_bytes())

@@ -1,0 +1,111 @@
+"""Encoder export stage: the browser's query encoder (a quantised ONNX file, the vocabulary and the
+char-class table the stdlib tokenizer needs) and the fp32 encoder the embed stage runs, each exported
+once per model and kept in the cache.
+
+Mean pooling and L2 normalisation are inside the graph, so the browser feeds `input_ids` and
+`attention_mask` and reads unit vectors from `sentence_embedding`; config.json says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builder.stages.encoder.char_classes import build_char_classes
+from builder.stages.encoder.onnx_graph import INPUT_NAMES, OUTPUT_NAME, export_fp32, read_pooling
+from builder.stages.encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, quantize_file
+
+if TYPE_CHECKING:
+    from builder.stages.embed import ModelIdentity
+
+CONFIG_FORMAT = "readingroom-query-encoder/1"
+
+
+@dataclass(frozen=True)
+class EncoderFiles:
+    onnx: Path
+    vocab: Path
+    char_classes: Path
+    config: Path
+
+
+def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = True) -> EncoderFiles:
+    """Write the quantised encoder, vocab, char classes and config.json into `out_dir`.
+
+    Deterministic: exporting the same model twice gives byte-identical files. `coarse_steps=False` gives
+    int8 with absmax steps everywhere, the baseline scripts/bench_encoder.py compares against.
+    """
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    pooling = read_pooling(model_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = EncoderFiles(
+        onnx=out_dir / "query_encoder.onnx",
+        vocab=out_dir / "vocab.txt",
+        char_classes=out_dir / "char_classes.json",
+        config=out_dir / "config.json",
+    )
+    with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
+        fp32 = Path(scratch) / "fp32.onnx"
+        dims, _ = export_fp32(model_dir, fp32)
+        quantize_file(fp32, files.onnx, coarse_steps)
+    files.vocab.write_bytes((model_dir / "vocab.txt").read_bytes())
+    _write_json(files.char_classes, build_char_classes(model_dir / "tokenizer.json"))
+    _write_json(
+        files.config,
+        {
+            "format": CONFIG_FORMAT,
+            "onnx": files.onnx.name,
+            "vocab": files.vocab.name,
+            "char_classes": files.char_classes.name,
+            "inputs": list(INPUT_NAMES),
+            "input_type": "int64 [batch, sequence]; token_type_ids are zeros inside the graph",
+            "output": OUTPUT_NAME,
+            "dims": dims,
+            "max_length": pooling["max_length"],
+            "pooling": "mean over attention_mask, inside the graph",
+            "normalize": "L2, inside the graph: the output rows are unit vectors",
+            "quantization": QUANTIZATION if coarse_steps else INT8_QUANTIZATION,
+        },
+    )
+    return files
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8"
+    )
+
+
+def cached_query_encoder(model_dir: Path, identity: ModelIdentity, cache_dir: Path) -> EncoderFiles:
+    """The export takes a while and depends only on the model and the quantisation, so it is kept per
+    model identity and quantisation (a new format re-exports instead of reusing the old file)."""
+    quantization = hashlib.sha256(json.dumps(QUANTIZATION, sort_keys=True).encode()).hexdigest()[:8]
+    folder = (
+        cache_dir
+        / "encoder"
+        / f"{identity.weights_sha256[:20]}-{CONFIG_FORMAT.replace('/', '-')}-{quantization}"
+    )
+    files = EncoderFiles(
+        onnx=folder / "query_encoder.onnx",
+        vocab=folder / "vocab.txt",
+        char_classes=folder / "char_classes.json",
+        config=folder / "config.json",
+    )
+    if not all(path.exists() for path in (files.onnx, files.vocab, files.char_classes, files.config)):
+        scratch = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(scratch, ignore_errors=True)
+        export_query_encoder(model_dir, scratch)
+        shutil.rmtree(folder, ignore_errors=True)
+        scratch.replace(folder)
+    return files
+
+
+def document_encoder_path(cache_dir: Path, identity: ModelIdentity) -> Path:
+    """The embed stage's fp32 export depends only on the model and the engine: one per model identity."""
+    engine = identity.engine.replace("/", "-")
+    return cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-documents-{engine}" / "model.onnx"

@@ -1,0 +1,134 @@
+"""The sentence embedder traced to ONNX with mean pooling and L2 normalisation inside the graph: in fp32
+for the embed stage (with onnxruntime's fused BERT kernels where they agree), and as the graph the query
+encoder quantises. Only Transformer -> mean Pooling -> Normalize models are accepted."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+ONNX_OPSET = 17
+INPUT_NAMES = ("input_ids", "attention_mask")
+OUTPUT_NAME = "sentence_embedding"
+
+
+def read_pooling(model_dir: Path) -> dict:
+    """The graph implements mean pooling + Normalize only; refuse models configured otherwise."""
+    modules_path = model_dir / "modules.json"
+    if not modules_path.exists():
+        raise FileNotFoundError(
+            f"{modules_path} is missing: {model_dir} is not a sentence-transformers folder"
+        )
+    modules = json.loads(modules_path.read_text())
+    types = [module["type"].rsplit(".", 1)[-1] for module in modules]
+    pooling_dirs = [module["path"] for module in modules if module["type"].endswith(".Pooling")]
+    pooling = json.loads((model_dir / pooling_dirs[0] / "config.json").read_text()) if pooling_dirs else {}
+    if types != ["Transformer", "Pooling", "Normalize"] or not pooling.get("pooling_mode_mean_tokens"):
+        raise ValueError(
+            f"{model_dir}: the query encoder export supports Transformer -> mean Pooling -> Normalize "
+            f"models only, found modules {types} with pooling {pooling}; pick such a model"
+        )
+    st_config = json.loads((model_dir / "sentence_bert_config.json").read_text())
+    return {"max_length": int(st_config["max_seq_length"])}
+
+
+def model_shape(model_dir: Path) -> tuple[int, int]:
+    """(embedding width, most tokens per text) from the model folder's files, without loading it."""
+    max_length = read_pooling(model_dir)["max_length"]
+    modules = json.loads((model_dir / "modules.json").read_text())
+    pooling_dir = next(module["path"] for module in modules if module["type"].endswith(".Pooling"))
+    pooling = json.loads((model_dir / pooling_dir / "config.json").read_text())
+    return int(pooling["word_embedding_dimension"]), max_length
+
+
+def export_document_encoder(model_dir: Path, onnx_path: Path, check_texts: Sequence[str]) -> str:
+    """The model in fp32 for embedding chunks: traced with plain (eager) attention so onnxruntime's BERT
+    optimizer can fuse attention, skip-layer-norm and GELU into single kernels; returns "fused".
+
+    The fused graph must give the traced model's vectors for `check_texts` (min cosine 0.99999, as a
+    padded batch); a model whose graph the optimizer does not know, or gets wrong, is kept unfused
+    ("plain"): slower, never different.
+    """
+    import onnxruntime
+    import torch
+    from onnxruntime.transformers.optimizer import optimize_model
+    from tokenizers import Tokenizer
+
+    config = json.loads((model_dir / "config.json").read_text())
+    onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
+        plain = Path(scratch) / "plain.onnx"
+        _, traced = export_fp32(model_dir, plain, attention="eager")
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(model_shape(model_dir)[1])
+        tokenizer.enable_padding()
+        encodings = tokenizer.encode_batch([text.strip() for text in check_texts])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        with torch.no_grad():
+            expected = traced(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+        try:
+            fused = Path(scratch) / "fused.onnx"
+            optimize_model(
+                str(plain),
+                model_type="bert",
+                num_heads=int(config.get("num_attention_heads", 0)),
+                hidden_size=int(config.get("hidden_size", 0)),
+                opt_level=1,
+                use_gpu=False,
+            ).save_model_to_file(str(fused))
+            session = onnxruntime.InferenceSession(str(fused), providers=["CPUExecutionProvider"])
+            got = session.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})[0]
+            agrees = float(np.min(np.sum(got * expected, axis=1))) >= 0.99999
+        except Exception:  # an architecture the optimizer does not handle: keep the plain graph
+            agrees = False
+        shutil.copyfile(fused if agrees else plain, onnx_path)
+    return "fused" if agrees else "plain"
+
+
+def export_fp32(model_dir: Path, onnx_path: Path, attention: str | None = None):
+    """Trace BERT + mean pooling + L2 normalisation to ONNX; returns the embedding width and the traced
+    module. `attention="eager"` traces attention as plain ops (what onnxruntime's fusion recognises)."""
+    import torch
+    from transformers import AutoModel
+
+    class PooledEncoder(torch.nn.Module):
+        def __init__(self, transformer: torch.nn.Module):
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            token_type_ids = torch.zeros_like(input_ids)
+            hidden = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    extra = {"attn_implementation": attention} if attention else {}
+    transformer = AutoModel.from_pretrained(str(model_dir), local_files_only=True, **extra)
+    encoder = PooledEncoder(transformer).eval()
+    example = (torch.ones(1, 8, dtype=torch.int64), torch.ones(1, 8, dtype=torch.int64))
+    dynamic = {0: "batch", 1: "sequence"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter(
+            "ignore", torch.jit.TracerWarning
+        )  # shape-dependent branches: dynamic axes handle them
+        torch.onnx.export(
+            encoder,
+            example,
+            str(onnx_path),
+            dynamo=False,
+            opset_version=ONNX_OPSET,
+            input_names=list(INPUT_NAMES),
+            output_names=[OUTPUT_NAME],
+            dynamic_axes={**{name: dynamic for name in INPUT_NAMES}, OUTPUT_NAME: {0: "batch"}},
+        )
+    return int(transformer.config.hidden_size), encoder

@@ -1,0 +1,181 @@
+"""Parse stage: a PDF becomes cleaned text with an exact map back to pages, sections and references.
+
+Answers cite `[arXiv:ID p.N]` and quotes are checked against `ParsedPaper.text`, so the text must be
+in reading order (two-column pages included), free of running headers, page numbers and the arXiv
+margin stamp, and every character must know its page. Work is done per line of PyMuPDF's "dict"
+output (`page`), then per page (`layout`, `paragraphs`, `flags`) and per paper (`sections`). Results
+are cached per PDF checksum and PARSER_VERSION: parsing is the slow step of a rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pymupdf
+from tqdm import tqdm
+
+from builder.models import Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper
+from builder.stages.parse.flags import page_flag
+from builder.stages.parse.glyphs import FontGlyphs
+from builder.stages.parse.layout import body_font_size, drop_running_lines, merge_rows, reading_order
+from builder.stages.parse.page import read_page
+from builder.stages.parse.paragraphs import Paragraph, Vocabulary, split_paragraphs
+from builder.stages.parse.sections import find_references, find_sections
+from builder.workers import die_with_parent
+
+PARSER_VERSION = "3"  # part of the parse cache's key: it moves whenever the parser's output changes
+
+
+class ParseError(Exception):
+    """A PDF that cannot be parsed at all; `reason` names the file, `hint` says what to do."""
+
+    def __init__(self, reason: str, hint: str):
+        super().__init__(reason, hint)  # both in args, so the error survives pickling to a parent process
+        self.reason = reason
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.reason} — {self.hint}"
+
+
+class DamagedPDF(ParseError):
+    """The file itself is damaged (empty, cut off, not a PDF): a fresh copy fixes it."""
+
+
+def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
+    """Read a PDF into a ParsedPaper; raise ParseError when the file cannot be read at all."""
+    path = Path(path)
+    doc = _open_document(path)
+    try:
+        fonts = FontGlyphs(doc)
+        raw_pages = [read_page(doc, index, fonts) for index in range(doc.page_count)]
+    finally:
+        doc.close()
+    for page in raw_pages:
+        page.lines = merge_rows(reading_order(page))
+    body_size = body_font_size(raw_pages)
+    drop_running_lines(raw_pages, body_size)
+    vocabulary = Vocabulary.from_pages(raw_pages)
+
+    texts: list[str] = []
+    spans: list[PageSpan] = []
+    flags: list[PageFlag] = []
+    placed: list[tuple[int, Paragraph]] = []  # (page number, paragraph) in text order
+    offset = 0
+    for page in raw_pages:
+        if texts:
+            offset += 2  # the "\n\n" that joins pages
+        paragraphs = split_paragraphs(page, body_size, vocabulary)
+        page_text = "\n\n".join(p.text for p in paragraphs)
+        cursor = offset
+        for paragraph in paragraphs:
+            paragraph.start = cursor
+            cursor += len(paragraph.text) + 2
+            placed.append((page.number, paragraph))
+        spans.append(PageSpan(page=page.number, start=offset, end=offset + len(page_text)))
+        texts.append(page_text)
+        offset += len(page_text)
+        flag = page_flag(page, page_text)
+        if flag:
+            flags.append(flag)
+    text = "\n\n".join(texts)
+
+    sections = find_sections(placed, body_size)
+    references_span = find_references(sections, len(text))
+    return ParsedPaper(
+        arxiv_id=arxiv_id,
+        text=text,
+        pages=spans,
+        sections=sections,
+        references_span=references_span,
+        page_count=len(raw_pages),
+        flags=flags,
+        unmapped_glyphs=sum(page.unmapped for page in raw_pages),
+    )
+
+
+def _open_document(path: Path) -> pymupdf.Document:
+    redownload = f"re-download: delete {path} from the cache and build again"
+    if not path.is_file():
+        raise ParseError(f"{path} does not exist", "run the fetch stage again so the PDF is downloaded")
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - 2048))
+        tail = handle.read()
+    if size == 0:
+        raise DamagedPDF(f"{path} is empty (0 bytes)", redownload)
+    if b"%PDF-" not in head:
+        raise DamagedPDF(f"{path} is not a readable PDF (no %PDF- header; starts {head[:20]!r})", redownload)
+    if b"%%EOF" not in tail:
+        raise DamagedPDF(f"{path} is truncated (no %%EOF marker at its end)", redownload)
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as error:  # MuPDF raises several types for damaged files
+        raise DamagedPDF(f"{path} is not a readable PDF ({error})", redownload) from error
+    if doc.needs_pass:
+        doc.close()
+        raise ParseError(
+            f"{path} is encrypted and needs a password",
+            "the PDF is password-protected; remove it from the reading list or provide an unencrypted copy",
+        )
+    if doc.page_count == 0:
+        doc.close()
+        raise DamagedPDF(f"{path} has no pages", redownload)
+    return doc
+
+
+def parse_cached(paper: FetchedPaper, cache_dir: Path) -> ParsedPaper:
+    """The parsed paper from `<cache>/parsed/<PARSER_VERSION>/<pdf sha256>.json`, else parsed and kept there."""
+    path = cache_dir / "parsed" / PARSER_VERSION / f"{paper.pdf_sha256}.json"
+    if path.exists():
+        return ParsedPaper.from_json(json.loads(path.read_text(encoding="utf-8")))
+    parsed = parse_pdf(Path(paper.pdf_path), paper.meta.arxiv_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(parsed.to_json(), ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return parsed
+
+
+def parse_or_failure(job: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
+    """One paper (a process pool's job: the paper and the cache folder); a PDF that breaks the parser
+    becomes a Failure, never an exception that stops the build."""
+    paper, cache_dir = job
+    arxiv_id = paper.meta.arxiv_id
+    try:
+        return parse_cached(paper, cache_dir)
+    except DamagedPDF as exc:
+        if paper.source != "mirror":
+            return Failure(arxiv_id, "parse", exc.reason, exc.hint)
+        name = Path(paper.pdf_path).name  # the researcher's own folder: never ask them to delete from it
+        hint = f"put a good copy of pdf/{name} into the mirror, or remove the paper from the reading list"
+        return Failure(arxiv_id, "parse", exc.reason, hint)
+    except ParseError as exc:
+        return Failure(arxiv_id, "parse", exc.reason, exc.hint)
+    except Exception as exc:
+        return Failure(
+            arxiv_id,
+            "parse",
+            f"{Path(paper.pdf_path).name} could not be parsed ({type(exc).__name__}: {exc})",
+            "report this PDF as a parser bug; the rest of the build went on",
+        )
+
+
+def parse_papers(
+    papers: list[FetchedPaper], cache_dir: Path, jobs: int, progress: bool
+) -> list[ParsedPaper | Failure]:
+    """Every paper parsed (or taken from the cache), in order, by a pool of `jobs` processes that die
+    with the build."""
+    work = [(paper, cache_dir) for paper in papers]
+    bar = dict(desc="parse", unit="paper", total=len(work), disable=not progress)
+    if jobs <= 1 or len(work) <= 1:
+        return [parse_or_failure(job) for job in tqdm(work, **bar)]
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(work)), initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
+        return list(tqdm(pool.map(parse_or_failure, work), **bar))
