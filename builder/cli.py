@@ -210,7 +210,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     use_offline_environment()
     from builder.evaluation.evaluate import QuestionsFileError
-    from readingroom_core.engine import QuerySyntaxError
+    from readingroom_core.querysyntax import QuerySyntaxError
 
     args = make_parser().parse_args(argv)
     try:

@@ -16,7 +16,8 @@ from pathlib import Path
 from builder.paths import DEV_QUESTIONS
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import WEAK_SIMILARITY, SearchOptions, embedding_text, weak_match
+from readingroom_core.engine import WEAK_SIMILARITY, SearchOptions, weak_match
+from readingroom_core.querysyntax import embedding_text
 
 NONSENSE = [
     "zzqx",

@@ -27,7 +27,7 @@ from builder.paths import DEV_QUESTIONS, REPO_ROOT
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.answers import DEFAULT_BUDGET, retrieval_query, select_evidence, verify
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import embedding_text
+from readingroom_core.querysyntax import embedding_text
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 from mock_llm import write_answer  # noqa: E402

@@ -22,7 +22,8 @@ from readingroom_core.browser import (
     open_folder,
     open_site,
 )
-from readingroom_core.engine import SearchOptions, embedding_text
+from readingroom_core.engine import SearchOptions
+from readingroom_core.querysyntax import embedding_text
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 QUERY = "grouped query attention"

@@ -15,7 +15,7 @@ from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION
 from readingroom_core import sitedata
 from readingroom_core.analysis import analyze
-from readingroom_core.bm25 import BM25Index
+from readingroom_core.bm25 import BM25Index, Postings
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
     frequencies = [Counter(d) for d in docs]
     avgdl = sum(len(d) for d in docs) / len(docs)
     k1, b = postings["k1"], postings["b"]
-    engine = BM25Index(postings)
+    engine = BM25Index(Postings.from_json(postings))
     for query in ["knowledge distillation of BERT", "passages retrieved for the reader", "triple loss"]:
         terms = list(dict.fromkeys(analyze(query)))
         expected = {}

@@ -112,7 +112,7 @@ def run_ask_command(args: argparse.Namespace) -> int:
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence, verify
     from readingroom_core.browser import open_folder
-    from readingroom_core.engine import embedding_text
+    from readingroom_core.querysyntax import embedding_text
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
     key = None if args.prompt_only else api_key(args.provider, base_url)

@@ -43,7 +43,8 @@ def ranking_options(args: argparse.Namespace) -> dict:
 def cmd_query(args: argparse.Namespace) -> int:
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.browser import open_folder
-    from readingroom_core.engine import SearchOptions, embedding_text
+    from readingroom_core.engine import SearchOptions
+    from readingroom_core.querysyntax import embedding_text
 
     site = open_folder(args.site)
     encoder = None if args.mode == "bm25" else OnnxQueryEncoder.from_site(args.site, site.manifest)

@@ -1,0 +1,206 @@
+"""The site's data files, written content-hashed from what the build holds: a text file per paper, the
+papers file, the chunk table, the BM25 postings, the vector file and the query encoder; and the manifest
+that names them (saved once render has added the runtime). Every record goes through its typed form in
+`readingroom_core.sitedata`, which owns the formats."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings, file_stem
+from builder.report import BuildReport
+from builder.site.manifest import make_manifest
+from builder.site.store import with_gzip, write_hashed
+from builder.stages.embed import Embedded, ModelIdentity
+from builder.stages.encoder import cached_query_encoder
+from builder.stages.index import IndexParams, write_index
+from readingroom_core.bm25 import build_postings, postings_bytes
+from readingroom_core.sitedata import (
+    Artifact,
+    Bm25Section,
+    ChunkTable,
+    Counts,
+    DataFiles,
+    Manifest,
+    PageRange,
+    PaperRecord,
+    PaperText,
+    PaperVector,
+    SectionEntry,
+    TextChunk,
+    chunk_table_bytes,
+    paper_text_bytes,
+    papers_bytes,
+)
+
+BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
+
+
+@dataclass(frozen=True)
+class SiteData:
+    """What render needs of the data files, kept in memory: the manifest so far and the paper records."""
+
+    manifest: Manifest
+    papers: list[PaperRecord]
+
+
+@dataclass(frozen=True)
+class SearchFiles:
+    """The files search reads (papers, chunks, postings, vectors) by role, and how they were made."""
+
+    files: dict[str, Artifact]
+    index: IndexParams
+    bm25: Bm25Section
+
+
+def write_site_data(
+    out_dir: Path,
+    papers: list[IngestedPaper],
+    embedded: Embedded,
+    settings: Settings,
+    cache_dir: Path,
+    report: BuildReport,
+) -> SiteData:
+    """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
+    with report.timed("index"):
+        records, artifacts = write_paper_texts(out_dir, papers, embedded.papers)
+        chunks = [chunk for paper in papers for chunk in paper.chunks]
+        search = write_search_files(out_dir, records, chunks, embedded.chunks)
+    with report.timed("encoder"):
+        encoder_files, encoder_config = write_query_encoder(out_dir, embedded.identity, cache_dir)
+    files = {**search.files, **encoder_files}
+    for artifact in files.values():
+        artifacts += with_gzip(out_dir, artifact)
+    manifest = make_manifest(
+        title=settings.title,
+        base_url=settings.base_url,
+        model=embedded.identity,
+        index=search.index,
+        bm25=search.bm25,
+        encoder=encoder_config,
+        counts=Counts(
+            papers=len(papers), pages=report.pages, chunks=len(chunks), failures=len(report.failures)
+        ),
+        files=DataFiles(**{role: artifact.path for role, artifact in files.items()}),
+        artifacts=artifacts,
+    )
+    return SiteData(manifest, records)
+
+
+def write_paper_texts(
+    out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray
+) -> tuple[list[PaperRecord], list[Artifact]]:
+    """Each paper's text file (and its gzip copy), and its record naming that file; `vectors`: the
+    papers' float vectors (the paper view), stored in the records."""
+    records, artifacts, first = [], [], 0
+    for paper, vector in zip(papers, vectors, strict=True):
+        text = paper_text(paper.meta.arxiv_id, first, paper.chunks, paper.parsed)
+        written = write_hashed(
+            out_dir, "data/text", file_stem(paper.meta.arxiv_id), ".json", paper_text_bytes(text)
+        )
+        artifacts += with_gzip(out_dir, written)
+        records.append(
+            paper_record(
+                paper.meta,
+                first,
+                len(paper.chunks),
+                written.path,
+                ref=paper.fetched.ref,
+                parsed=paper.parsed,
+                vector=PaperVector.encode(vector.tolist()),
+            )
+        )
+        first += len(paper.chunks)
+    return records, artifacts
+
+
+def paper_text(arxiv_id: str, first: int, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
+    """A paper's chunks with their spans, and the span of every page, so a cited page's text can be
+    rebuilt from the chunks and a quote checked against exactly that page."""
+    return PaperText(
+        id=arxiv_id,
+        first=first,
+        chunks=tuple(TextChunk(c.chunk_id, c.char_start, c.char_end, c.text) for c in chunks),
+        pages=tuple(PageRange(p.page, p.start, p.end) for p in parsed.pages),
+    )
+
+
+def paper_record(
+    meta: PaperMeta,
+    first_chunk: int,
+    chunk_count: int,
+    text: str,
+    *,
+    ref: PaperRef | None = None,
+    parsed: ParsedPaper | None = None,
+    vector: str | None = None,
+) -> PaperRecord:
+    """The papers file's record of one paper: arXiv's metadata, the reading list's tags and note, its
+    pages and headings, its chunks' doc ids, its text file and its stored vector."""
+    return PaperRecord(
+        id=meta.arxiv_id,
+        title=meta.title,
+        first_chunk=first_chunk,
+        chunk_count=chunk_count,
+        text=text,
+        authors=tuple(meta.authors),
+        year=meta.year,
+        categories=tuple(meta.categories),
+        tags=tuple(ref.tags) if ref else (),
+        version=meta.version,
+        abstract=meta.abstract,
+        published=meta.published,
+        updated=meta.updated,
+        first_version=meta.first_version,
+        primary_category=meta.primary_category,
+        abs_url=meta.abs_url,
+        pdf_url=meta.pdf_url,
+        note=ref.note if ref else "",
+        pages=parsed.page_count if parsed else 0,
+        sections=tuple(SectionEntry(s.title, s.page, s.level) for s in parsed.sections) if parsed else (),
+        vector=vector,
+    )
+
+
+def write_search_files(
+    out_dir: Path, records: list[PaperRecord], chunks: list[Chunk], vectors: np.ndarray
+) -> SearchFiles:
+    """The papers file, the chunk table, the postings and the vector file (doc id = chunk position)."""
+    table = ChunkTable.from_rows((c.page_start, c.page_end, c.section) for c in chunks)
+    files = {
+        "papers": write_hashed(out_dir, "data", "papers", ".json", papers_bytes(records)),
+        "chunks": write_hashed(out_dir, "data", "chunks", ".json", chunk_table_bytes(table)),
+    }
+    postings = build_postings([c.indexed_text for c in chunks])
+    files["postings"] = write_hashed(out_dir, "data", "postings", ".json", postings_bytes(postings))
+    with tempfile.TemporaryDirectory(prefix="readingroom-index-") as scratch:
+        index_path = Path(scratch) / "vectors.usearch"
+        params = write_index(index_path, np.arange(len(chunks), dtype=np.uint64), vectors)
+        files["vectors"] = write_hashed(out_dir, "data", "vectors", ".usearch", index_path.read_bytes())
+    return SearchFiles(files, params, Bm25Section(postings.k1, postings.b, BM25_INDEXED))
+
+
+def write_query_encoder(
+    out_dir: Path, identity: ModelIdentity, cache_dir: Path
+) -> tuple[dict[str, Artifact], dict]:
+    """The query encoder's files by role (`encoder`, `vocab`, `char_classes`) from its cached export,
+    and its config as the manifest's `encoder` section (without the export's own file names)."""
+    exported = cached_query_encoder(Path(identity.path), identity, cache_dir)
+    config = json.loads(exported.config.read_text(encoding="utf-8"))
+    files = {
+        role: write_hashed(out_dir, "model", path.stem.replace("_", "-"), path.suffix, path.read_bytes())
+        for role, path in (
+            ("encoder", exported.onnx),
+            ("vocab", exported.vocab),
+            ("char_classes", exported.char_classes),
+        )
+    }
+    return files, {
+        key: value for key, value in config.items() if key not in ("onnx", "vocab", "char_classes")
+    }
