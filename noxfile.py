@@ -1,5 +1,6 @@
 """Developer tasks: `nox -s tests`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -12,6 +13,7 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
+PYTHON_SOURCES = ("builder", "wasm", "tests", "scripts", "noxfile.py")
 
 
 # Where the CPU build of torch comes from: here a wheel on local disk that pip finds by itself; on a
@@ -90,5 +92,23 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "builder", "wasm", "tests", "scripts", "noxfile.py")
+    """ruff (lint and format), mypy (strict on the search core) and the browser runtime's JavaScript checks."""
+    install(session, "[lint]")  # mypy checks the builder against the dependencies it really runs with
+    session.run("ruff", "check", *PYTHON_SOURCES)
+    session.run("ruff", "format", "--check", *PYTHON_SOURCES)
+    session.run("mypy")  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
+    lint_javascript(session)
+
+
+def lint_javascript(session: nox.Session) -> None:
+    """`npm run lint` in wasm/, where package.json defines it (its linters are npm devDependencies)."""
+    scripts = json.loads((ROOT / "wasm" / "package.json").read_text(encoding="utf-8")).get("scripts", {})
+    if "lint" not in scripts:
+        session.warn("wasm/package.json has no `lint` script: the JavaScript is not checked")
+        return
+    if shutil.which("npm") is None:
+        session.warn("npm not found: the JavaScript is not checked; apt-get install nodejs npm")
+        return
+    if not (ROOT / "wasm" / "node_modules").is_dir():
+        install_browser_runtimes(session)
+    session.run("npm", "run", "lint", "--prefix", "wasm", external=True)
