@@ -61,7 +61,7 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Whole-mirror and BEIR measurements (tens of minutes on 2 cores); numbers go in the closing notes."""
+    """Whole-mirror and BEIR measurements (tens of minutes on 2 cores), recorded in docs/measurements.md."""
     install(session, "[dev]")
     install_browser_runtimes(session)
     if not MIRROR.is_dir():
@@ -70,24 +70,18 @@ def bench(session: nox.Session) -> None:
     mirror = ["--mirror", str(MIRROR)]
     session.run("python", "scripts/measure_parse.py", *mirror)
     session.run("python", "scripts/measure_chunks.py", *mirror)
-    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work))
-    site = str(work / "site")
-    questions = str(SHARED / "eval" / "dev-questions.jsonl")
-    # Settings are tuned on dev, extra and tune; report is only ever measured (tests/data/README.md).
-    for name in ("extra", "tune", "report"):
-        questions_file = f"tests/data/questions-{name}.jsonl"
-        for view in ([], ["--paper-weight", "0", "--paper-openings", "0"]):  # with and without the paper view
-            session.run(
-                "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, *view
-            )
-    session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions)
-    session.run("python", "scripts/bench_core.py", "--site", site)
-    session.run("python", "scripts/bench_encoder.py", "--site", site)
-    session.run("python", "scripts/bench_browser.py", "--site", site)
+    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
+    site = ["--site", str(work / "site")]
+    session.run("python", "scripts/bench_eval.py", *site, "--record")
+    session.run("python", "scripts/bench_core.py", *site, "--record")
+    session.run("python", "scripts/bench_suggest.py", *site, "--record")
+    session.run("python", "scripts/bench_encoder.py", *site, "--record")
+    session.run("python", "scripts/bench_browser.py", *site, "--record")
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]
-    session.run("python", "scripts/bench_beir.py", *beir)
+    session.run("python", "scripts/bench_beir.py", *beir, "--record")
+    session.run("python", "scripts/measurements.py", "render")
 
 
 @nox.session

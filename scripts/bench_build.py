@@ -39,6 +39,7 @@ use_offline_environment()
 load_onnxruntime_first()
 
 import numpy as np  # noqa: E402
+from measurements import add_record_option, begin  # noqa: E402
 
 from builder import config, pipeline  # noqa: E402
 from builder.evaluation import metrics  # noqa: E402
@@ -267,7 +268,9 @@ def main() -> int:
         "--embed-sample", type=int, default=1000, help="chunks for the throughput rounds (0: skip)"
     )
     parser.add_argument("--no-quantization", action="store_true", help="skip the quantization figures")
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("build")
 
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -303,6 +306,8 @@ def main() -> int:
     if not args.no_quantization:
         result["quantization"] = quantization_figures(corpus, site, cache, args.mirror)
     print(json.dumps(result, indent=1))
+    if args.record:
+        bench_run.save(result)
     return 0
 
 

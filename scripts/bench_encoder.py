@@ -30,6 +30,7 @@ use_offline_environment()
 load_onnxruntime_first()
 
 import numpy as np  # noqa: E402
+from measurements import add_record_option, begin  # noqa: E402
 
 from builder.evaluation.evaluate import load_questions, page_ranking, score_ranking  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, SHARED, bundled_model_dir  # noqa: E402
@@ -94,7 +95,9 @@ def main() -> None:
     parser.add_argument("--beir-sample", type=int, default=300, help="queries per BEIR set")
     parser.add_argument("--work", type=Path, help="where to export the encoder (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("encoder")
 
     from sentence_transformers import SentenceTransformer
 
@@ -143,6 +146,8 @@ def main() -> None:
         }
         report["dense"][name] = scores
 
+    if args.record:
+        bench_run.save(report)
     if args.json:
         print(json.dumps(report, indent=2))
         return
