@@ -11,8 +11,8 @@ import re
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from support.chromium import wait_for
+from support.mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from test_site_browser import (  # noqa: F401
     BASE,
     DOC2QUERY,
