@@ -167,15 +167,11 @@ def render_record(record: dict) -> list[str]:
 
 
 def tables(results: object) -> list[tuple[list[str], list[tuple[str, dict[str, Scalar]]]]]:
-    """Consecutive rows with the same columns form one table."""
-    grouped: list[tuple[list[str], list[tuple[str, dict[str, Scalar]]]]] = []
+    """Rows with the same columns form one table, in the order each kind of row first appears."""
+    grouped: dict[tuple[str, ...], list[tuple[str, dict[str, Scalar]]]] = {}
     for path, row in rows_of(results, []):
-        columns = list(row)
-        if grouped and grouped[-1][0] == columns:
-            grouped[-1][1].append((" · ".join(path) or "all", row))
-        else:
-            grouped.append((columns, [(" · ".join(path) or "all", row)]))
-    return grouped
+        grouped.setdefault(tuple(row), []).append((" · ".join(path) or "all", row))
+    return [(list(columns), rows) for columns, rows in grouped.items()]
 
 
 def rows_of(value: object, path: list[str]) -> list[tuple[list[str], dict[str, Scalar]]]:
