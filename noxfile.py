@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
@@ -21,11 +22,19 @@ PYTHON_SOURCES = ("builder", "wasm", "tests", "scripts", "noxfile.py")
 TORCH_INDEX_ENV = "TORCH_INDEX_URL"
 
 
+def pinned(name: str) -> str:
+    """The project's requirement for `name` (`name==version`), as pyproject.toml pins it."""
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "dependencies"
+    ]
+    return next(d for d in dependencies if d.startswith(f"{name}=="))
+
+
 def install(session: nox.Session, extras: str = "") -> None:
-    # torch is pinned in pyproject to the CPU build; install it first so nothing resolves a multi-GB
-    # CUDA build.
+    # torch is pinned in pyproject to the CPU build; install it first, from the CPU index where one is
+    # given, so nothing resolves a multi-GB CUDA build.
     index = os.environ.get(TORCH_INDEX_ENV, "").strip()
-    session.install("torch==2.13.0", *(["--index-url", index] if index else []))
+    session.install(pinned("torch"), *(["--index-url", index] if index else []))
     session.install("-e", f".{extras}")
 
 
