@@ -2,8 +2,8 @@
 
     python scripts/bench_encoder.py --site site/ [--beir-sample 300] [--work DIR] [--json]
 
-Three query encoders: fp32 sentence-transformers (the model itself), the previous format (int8
-everywhere, absmax steps: `export_query_encoder(..., coarse_steps=False)`) and the export this checkout ships
+Three query encoders: fp32 sentence-transformers (the model itself), int8 with absmax steps everywhere
+(`export_query_encoder(..., coarse_steps=False)`, the baseline the coarse steps are held to) and the export this checkout ships
 (builder/stages/encoder.py). For each ONNX encoder it reports bytes (raw, gzip -9, what a host that
 compresses sends, and the site's .gz copy), and the cosine of its query vectors to fp32 (min and mean) per
 query set: the dev questions, the extra, tune and report questions (tests/data) and a seeded sample of the queries of
