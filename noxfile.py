@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_venv = "yes"
@@ -95,12 +96,27 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format), mypy (strict on the search core) and the browser runtime's JavaScript checks."""
+    """ruff (lint and format), mypy (strict on the search core) and the browser runtime's JavaScript checks.
+
+    Every check runs even when an earlier one fails, so one run lists all the findings.
+    """
     install(session, "[lint]")  # mypy checks the builder against the dependencies it really runs with
-    session.run("ruff", "check", *PYTHON_SOURCES)
-    session.run("ruff", "format", "--check", *PYTHON_SOURCES)
-    session.run("mypy")  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
-    lint_javascript(session)
+    checks = {
+        "ruff check": lambda: session.run("ruff", "check", *PYTHON_SOURCES),
+        "ruff format --check": lambda: session.run("ruff", "format", "--check", *PYTHON_SOURCES),
+        "mypy": lambda: session.run(
+            "mypy"
+        ),  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
+        "npm run lint": lambda: lint_javascript(session),
+    }
+    failed = []
+    for name, check in checks.items():
+        try:
+            check()
+        except CommandFailed:
+            failed.append(name)
+    if failed:
+        session.error(f"lint found problems: {', '.join(failed)}")
 
 
 def lint_javascript(session: nox.Session) -> None:
