@@ -24,6 +24,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RECORDS = REPO_ROOT / "docs" / "measurements"
@@ -47,6 +48,7 @@ BENCHES = {
 }
 
 Scalar = str | int | float | bool | None
+Record = dict[str, Any]  # one docs/measurements/*.json file, as JSON reads it
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def current_commit() -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def load_records(folder: Path = RECORDS) -> list[dict]:
+def load_records(folder: Path = RECORDS) -> list[Record]:
     records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
     unknown = [record["bench"] for record in records if record["bench"] not in BENCHES]
     if unknown:
@@ -129,7 +131,7 @@ def load_records(folder: Path = RECORDS) -> list[dict]:
     return sorted(records, key=lambda record: list(BENCHES).index(record["bench"]))
 
 
-def render(records: list[dict]) -> str:
+def render(records: list[Record]) -> str:
     lines = [
         "# Measurements",
         "",
@@ -146,7 +148,7 @@ def render(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_record(record: dict) -> list[str]:
+def render_record(record: Record) -> list[str]:
     title, what = BENCHES[record["bench"]]
     machine = record["machine"]
     lines = [
@@ -192,7 +194,7 @@ def rows_of(value: object, path: list[str]) -> list[tuple[list[str], dict[str, S
     return found
 
 
-def item_label(item: dict) -> str:
+def item_label(item: dict[str, object]) -> str:
     return " ".join(value for value in item.values() if isinstance(value, str))
 
 
