@@ -1,10 +1,13 @@
 """Developer tasks: `nox -s tests`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
 
+import json
 import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_venv = "yes"
@@ -12,6 +15,7 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
+PYTHON_SOURCES = ("builder", "wasm", "tests", "scripts", "noxfile.py")
 
 
 # Where the CPU build of torch comes from: here a wheel on local disk that pip finds by itself; on a
@@ -19,11 +23,19 @@ MIRROR = SHARED / "arxiv-mirror"
 TORCH_INDEX_ENV = "TORCH_INDEX_URL"
 
 
+def pinned(name: str) -> str:
+    """The project's requirement for `name` (`name==version`), as pyproject.toml pins it."""
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "dependencies"
+    ]
+    return next(d for d in dependencies if d.startswith(f"{name}=="))
+
+
 def install(session: nox.Session, extras: str = "") -> None:
-    # torch is pinned in pyproject to the CPU build; install it first so nothing resolves a multi-GB
-    # CUDA build.
+    # torch is pinned in pyproject to the CPU build; install it first, from the CPU index where one is
+    # given, so nothing resolves a multi-GB CUDA build.
     index = os.environ.get(TORCH_INDEX_ENV, "").strip()
-    session.install("torch==2.13.0", *(["--index-url", index] if index else []))
+    session.install(pinned("torch"), *(["--index-url", index] if index else []))
     session.install("-e", f".{extras}")
 
 
@@ -59,7 +71,7 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Whole-mirror and BEIR measurements (tens of minutes on 2 cores); numbers go in the closing notes."""
+    """Whole-mirror and BEIR measurements (tens of minutes on 2 cores), recorded in docs/measurements.md."""
     install(session, "[dev]")
     install_browser_runtimes(session)
     if not MIRROR.is_dir():
@@ -68,27 +80,54 @@ def bench(session: nox.Session) -> None:
     mirror = ["--mirror", str(MIRROR)]
     session.run("python", "scripts/measure_parse.py", *mirror)
     session.run("python", "scripts/measure_chunks.py", *mirror)
-    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work))
-    site = str(work / "site")
-    questions = str(SHARED / "eval" / "dev-questions.jsonl")
-    # Settings are tuned on dev, extra and tune; report is only ever measured (tests/data/README.md).
-    for name in ("extra", "tune", "report"):
-        questions_file = f"tests/data/questions-{name}.jsonl"
-        for view in ([], ["--paper-weight", "0", "--paper-openings", "0"]):  # with and without the paper view
-            session.run(
-                "python", "-m", "builder", "eval", "--site", site, "--questions", questions_file, *view
-            )
-    session.run("python", "-m", "builder", "eval", "--site", site, "--questions", questions)
-    session.run("python", "scripts/bench_core.py", "--site", site)
-    session.run("python", "scripts/bench_encoder.py", "--site", site)
-    session.run("python", "scripts/bench_browser.py", "--site", site)
+    session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
+    site = ["--site", str(work / "site")]
+    session.run("python", "scripts/bench_eval.py", *site, "--record")
+    session.run("python", "scripts/bench_core.py", *site, "--record")
+    session.run("python", "scripts/bench_suggest.py", *site, "--record")
+    session.run("python", "scripts/bench_encoder.py", *site, "--record")
+    session.run("python", "scripts/bench_browser.py", *site, "--record")
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]
-    session.run("python", "scripts/bench_beir.py", *beir)
+    session.run("python", "scripts/bench_beir.py", *beir, "--record")
+    session.run("python", "scripts/measurements.py", "render")
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "builder", "wasm", "tests", "scripts", "noxfile.py")
+    """ruff (lint and format), mypy (strict on the search core) and the browser runtime's JavaScript checks.
+
+    Every check runs even when an earlier one fails, so one run lists all the findings.
+    """
+    install(session, "[lint]")  # mypy checks the builder against the dependencies it really runs with
+    checks = {
+        "ruff check": lambda: session.run("ruff", "check", *PYTHON_SOURCES),
+        "ruff format --check": lambda: session.run("ruff", "format", "--check", *PYTHON_SOURCES),
+        "mypy": lambda: session.run(
+            "mypy"
+        ),  # what it checks, and how strictly: [tool.mypy] in pyproject.toml
+        "npm run lint": lambda: lint_javascript(session),
+    }
+    failed = []
+    for name, check in checks.items():
+        try:
+            check()
+        except CommandFailed:
+            failed.append(name)
+    if failed:
+        session.error(f"lint found problems: {', '.join(failed)}")
+
+
+def lint_javascript(session: nox.Session) -> None:
+    """`npm run lint` in wasm/, where package.json defines it (its linters are npm devDependencies)."""
+    scripts = json.loads((ROOT / "wasm" / "package.json").read_text(encoding="utf-8")).get("scripts", {})
+    if "lint" not in scripts:
+        session.warn("wasm/package.json has no `lint` script: the JavaScript is not checked")
+        return
+    if shutil.which("npm") is None:
+        session.warn("npm not found: the JavaScript is not checked; apt-get install nodejs npm")
+        return
+    if not (ROOT / "wasm" / "node_modules").is_dir():
+        install_browser_runtimes(session)
+    session.run("npm", "run", "lint", "--prefix", "wasm", external=True)

@@ -1,7 +1,7 @@
 """Run eval-beir on BEIR datasets and print our bm25 / dense / hybrid next to the published numbers.
 
     python scripts/bench_beir.py --data /work/shared/beir-scifact --data /work/shared/beir-nfcorpus \
-        --data /work/shared/beir-arguana [--json]
+        --data /work/shared/beir-arguana [--json] [--record]
 
 Published nDCG@10 are BEIR's BM25 (Elasticsearch) and all-MiniLM-L6-v2 (sentence-transformers); the
 goal is a hybrid above the better of the two. Timings are wall-clock on this machine, embedding
@@ -19,6 +19,8 @@ from builder.offline import load_onnxruntime_first, use_offline_environment
 
 use_offline_environment()
 load_onnxruntime_first()
+
+from measurements import add_record_option, begin  # noqa: E402
 
 from builder.evaluation.beir import MODES, EvalSettings, evaluate_dataset, load_dataset  # noqa: E402
 from builder.paths import DEFAULT_CACHE  # noqa: E402
@@ -93,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense-weight", type=float)
     parser.add_argument("--max-queries", type=int)
     parser.add_argument("--json", action="store_true")
+    add_record_option(parser)
     args = parser.parse_args(argv)
+    bench_run = begin("beir", argv)
     settings = EvalSettings(
         fusion=args.fusion,
         dense_weight=args.dense_weight,
@@ -107,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         rows.append(summary(result))
     print(json.dumps(rows, indent=2) if args.json else format_rows(rows))
+    if args.record:
+        bench_run.save(rows)
     return 0
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
+from measurements import add_record_option, begin
 from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 
 from builder.commands.serve import serve_in_thread
@@ -248,10 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, required=True, help="a built site folder")
     parser.add_argument("--questions", type=Path, default=DEV_QUESTIONS, help="JSONL with a 'query' per line")
     parser.add_argument("--startup-only", action="store_true", help="time the page loads alone")
+    add_record_option(parser)
     args = parser.parse_args(argv)
+    bench_run = begin("browser", argv)
     lines = args.questions.read_text(encoding="utf-8").splitlines()
     questions = [json.loads(line)["query"] for line in lines if line.strip()]
-    print(json.dumps(run(args.site, questions, args.startup_only), indent=1))
+    result = run(args.site, questions, args.startup_only)
+    print(json.dumps(result, indent=1))
+    if args.record:
+        bench_run.save(result)
     return 0
 
 

@@ -8,7 +8,7 @@
      built again;
 2. embedding throughput on a sample of the mirror's chunks (`--embed-sample`, default 1,000): the
    builder's DocumentEncoder (onnxruntime, fused fp32) at several batch sizes against
-   sentence-transformers as builds used it before (torch, batches of 64 by character length), in
+   sentence-transformers itself (torch, batches of 64 by character length), the reference it matches, in
    interleaved rounds (the machine is shared: compare the ratios, wall and CPU time), with the min
    cosine between their vectors;
 3. bytes of every artifact, raw and gzipped, by kind;
@@ -39,6 +39,7 @@ use_offline_environment()
 load_onnxruntime_first()
 
 import numpy as np  # noqa: E402
+from measurements import add_record_option, begin  # noqa: E402
 
 from builder import config, pipeline  # noqa: E402
 from builder.evaluation import metrics  # noqa: E402
@@ -73,7 +74,7 @@ def build_row(seconds: float, report: dict) -> dict:
 def embedding_throughput(
     corpus: Path, site: Path, cache: Path, mirror: Path, sample: int, rounds: int = 3
 ) -> dict:
-    """DocumentEncoder batch sizes vs the previous sentence-transformers path on the same chunk texts."""
+    """DocumentEncoder batch sizes vs sentence-transformers (the vectors it must match) on the same chunk texts."""
     loaded = config.load_corpus(corpus)
     options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
     ingested = pipeline.ingest(loaded, options)
@@ -85,7 +86,7 @@ def embedding_throughput(
     encoder.encode(texts[:1])  # start it (session, sanity check) outside the timings
     model = embed.load_model(model_dir)
 
-    def previous(batch: list[str]) -> np.ndarray:  # what embed_papers did with a SentenceTransformer
+    def sentence_transformers(batch: list[str]) -> np.ndarray:  # longest first, batches of 64
         order = sorted(range(len(batch)), key=lambda i: (-len(batch[i]), i))
         out = np.zeros((len(batch), identity.dims), np.float32)
         for start in range(0, len(order), 512):
@@ -103,9 +104,9 @@ def embedding_throughput(
 
         return run
 
-    methods = {"sentence_transformers_torch_b64": previous}
+    methods = {"sentence_transformers_torch_b64": sentence_transformers}
     methods.update({f"onnxruntime_fused_b{size}": ours(size) for size in (1, 4, 16)})
-    reference = previous(texts)
+    reference = sentence_transformers(texts)
     rows: dict[str, dict[str, list[float]]] = {m: {"rate": [], "wall": [], "cpu": []} for m in methods}
     for _ in range(rounds):
         base_wall = base_cpu = 0.0
@@ -268,7 +269,9 @@ def main() -> int:
         "--embed-sample", type=int, default=1000, help="chunks for the throughput rounds (0: skip)"
     )
     parser.add_argument("--no-quantization", action="store_true", help="skip the quantization figures")
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("build")
 
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -304,6 +307,8 @@ def main() -> int:
     if not args.no_quantization:
         result["quantization"] = quantization_figures(corpus, site, cache, args.mirror)
     print(json.dumps(result, indent=1))
+    if args.record:
+        bench_run.save(result)
     return 0
 
 

@@ -37,6 +37,7 @@ from readingroom_core import bm25 as postings  # noqa: E402
 from readingroom_core import sitedata  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
+from measurements import add_record_option, begin  # noqa: E402
 from support.pyodide import (  # noqa: E402
     encode_queries,
     missing_runtime,
@@ -276,7 +277,9 @@ def main() -> int:
     parser.add_argument("--no-pyodide", action="store_true", help="CPython only")
     parser.add_argument("--profile", action="store_true", help="also profile warm searches (largest site)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("core")
     if args.repeat < 2:
         parser.error("--repeat must be at least 2 (the first pass is reported apart)")
     use_pyodide = not args.no_pyodide
@@ -336,6 +339,8 @@ def main() -> int:
         print_table(results)
         for entry in profiles:
             print_profile(entry["site"], entry["interpreter"], entry)
+    if args.record:
+        bench_run.save(results)  # the profiles are for reading on the terminal, not figures to keep
     return 0
 
 

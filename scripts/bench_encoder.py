@@ -2,8 +2,8 @@
 
     python scripts/bench_encoder.py --site site/ [--beir-sample 300] [--work DIR] [--json]
 
-Three query encoders: fp32 sentence-transformers (the model itself), the previous format (int8
-everywhere, absmax steps: `export_query_encoder(..., coarse_steps=False)`) and the export this checkout ships
+Three query encoders: fp32 sentence-transformers (the model itself), int8 with absmax steps everywhere
+(`export_query_encoder(..., coarse_steps=False)`, the baseline the coarse steps are held to) and the export this checkout ships
 (builder/stages/encoder/). For each ONNX encoder it reports bytes (raw, gzip -9, what a host that
 compresses sends, and the site's .gz copy), and the cosine of its query vectors to fp32 (min and mean) per
 query set: the dev questions, the extra, tune and report questions (tests/data) and a seeded sample of the queries of
@@ -30,6 +30,7 @@ use_offline_environment()
 load_onnxruntime_first()
 
 import numpy as np  # noqa: E402
+from measurements import add_record_option, begin  # noqa: E402
 
 from builder.evaluation.evaluate import load_questions, page_ranking, score_ranking  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, SHARED, bundled_model_dir  # noqa: E402
@@ -96,7 +97,9 @@ def main() -> None:
     parser.add_argument("--beir-sample", type=int, default=300, help="queries per BEIR set")
     parser.add_argument("--work", type=Path, help="where to export the encoder (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("encoder")
 
     from sentence_transformers import SentenceTransformer
 
@@ -145,6 +148,8 @@ def main() -> None:
         }
         report["dense"][name] = scores
 
+    if args.record:
+        bench_run.save(report)
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from measurements import add_record_option, begin
+
 from builder.paths import DEV_QUESTIONS
 from builder.site.runtime import build_core_wheel
 
@@ -56,7 +58,9 @@ def main() -> int:
     parser.add_argument("--questions", type=Path, default=DEV_QUESTIONS)
     parser.add_argument("--no-pyodide", action="store_true")
     parser.add_argument("--json", type=Path)
+    add_record_option(parser)
     args = parser.parse_args()
+    bench_run = begin("suggest")
     questions = [
         json.loads(line)["query"] for line in args.questions.read_text().splitlines() if line.strip()
     ]
@@ -98,6 +102,10 @@ def main() -> int:
             )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.record:  # the figures; each query's suggestion stays in --json
+        bench_run.save(
+            [{key: value for key, value in row.items() if key != "suggestions"} for row in results]
+        )
     return 0
 
 

@@ -5,7 +5,7 @@ how the mock provider's citations fare in verification.
 
 For each question whose gold paper is on the site: the default evidence (hybrid, DEFAULT_BUDGET) is
 selected, its prompt counted by `count_tokens` and by o200k, cl100k and Llama 2 (wasm/node/count_tokens.mjs),
-and the mock's "mixed" answer, written from that prompt (tests/mock_llm.py), verified: the share of its
+and the mock's "mixed" answer, written from that prompt (tests/support/mock_llm.py), verified: the share of its
 citations whose state is the one the mock meant (verified for true ones, invented / page not found /
 quote not found for the planted ones), and whether the planted uncited sentence is found.
 """
@@ -30,7 +30,7 @@ from readingroom_core.browser import open_folder
 from readingroom_core.querysyntax import embedding_text
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
-from mock_llm import write_answer  # noqa: E402
+from support.mock_llm import write_answer  # noqa: E402
 
 COUNTER = REPO_ROOT / "wasm" / "node" / "count_tokens.mjs"
 

@@ -1,6 +1,6 @@
 """How much retrieval quality does each int8 quantization of the vector index keep?
 
-Embeds raw PDF page text of the mirror in ~175-word passages (cached per text under /tmp: the first
+Embeds raw PDF page text of the mirror in ~175-word passages (cached per text in the temp folder: the first
 run over all 112 papers embeds ~6,900 passages, ~20 min on the 2 shared cores here; `--papers gold` is ~4x
 smaller), then compares exact
 float32 search with usearch's own i8 cast, a calibrated global scale, a float query scored against the
@@ -8,7 +8,8 @@ int8 rows (asymmetric), and rescoring of a few times k candidates. Reports nDCG@
 as a ratio to exact float32, HNSW recall@10 against exact search on the same vectors, and top-10 recall
 against exact float32 with random passages as queries.
 
-    python scripts/quantization_study.py [--papers all|gold] [--queries 1000] [--timing-rows 20000]
+    python scripts/quantization_study.py [--mirror ../shared/arxiv-mirror] [--questions FILE] \
+        [--papers all|gold] [--queries 1000] [--timing-rows 20000]
 
 Conclusion (Nov 2026, all papers): global scale at the 99.99th percentile of |x_i| with the query kept
 in float keeps nDCG@10 and reaches ~0.987 top-10 recall vs exact float32 at ef 64 (usearch's own i8
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -28,12 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from builder.offline import use_offline_environment  # noqa: E402
+from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
 
 use_offline_environment()
 
-MIRROR = Path("/work/shared/arxiv-mirror")
-DEV_QUESTIONS = Path("/work/shared/eval/dev-questions.jsonl")
-CACHE_DIR = Path("/tmp/readingroom-quantization-study")
+CACHE_DIR = Path(tempfile.gettempdir()) / "readingroom-quantization-study"
 PASSAGE_WORDS = 175
 K = 10
 
@@ -332,6 +333,8 @@ def report(rows: list[Row], passages: list[Passage], questions: list[Question], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=SHARED_MIRROR, help="pdf/<id>.pdf of the papers")
+    parser.add_argument("--questions", type=Path, default=DEV_QUESTIONS, help="dev questions with gold pages")
     parser.add_argument("--papers", choices=["all", "gold"], default="all")
     parser.add_argument("--queries", type=int, default=1000, help="random passages used as queries")
     parser.add_argument("--percentiles", type=float, nargs="+", default=[99.0, 99.9, 99.99, 100.0])
@@ -349,10 +352,10 @@ def main() -> None:
     parser.add_argument("--timing-queries", type=int, default=100)
     args = parser.parse_args()
 
-    questions = load_questions(DEV_QUESTIONS)
+    questions = load_questions(args.questions)
     gold = sorted({paper for q in questions for paper, _ in q.relevant})
-    everything = sorted(p.stem for p in (MIRROR / "pdf").glob("*.pdf"))
-    passages = load_passages(MIRROR / "pdf", everything if args.papers == "all" else gold)
+    everything = sorted(p.stem for p in (args.mirror / "pdf").glob("*.pdf"))
+    passages = load_passages(args.mirror / "pdf", everything if args.papers == "all" else gold)
     vectors = embed_cached([p.text for p in passages])
     question_vectors = embed_cached([q.query for q in questions])
     picks = np.random.default_rng(0).choice(len(passages), size=args.queries, replace=False)

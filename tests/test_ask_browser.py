@@ -1,5 +1,5 @@
 """Ask mode in Debian chromium: the built test site on one loopback origin, the mock LLM provider
-(tests/mock_llm.py, real SSE in each API's wire format) on another.
+(tests/support/mock_llm.py, real SSE in each API's wire format) on another.
 
 Every request the page and its worker make is recorded: only the site's origin and the provider's are
 ever contacted, and the key travels only to the provider, in a header, never in a URL. Console errors
@@ -11,8 +11,8 @@ import re
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from support.chromium import wait_for
+from support.mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from test_site_browser import (  # noqa: F401
     BASE,
     DOC2QUERY,

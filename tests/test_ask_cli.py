@@ -6,7 +6,7 @@ import json
 import socket
 
 import pytest
-from mock_llm import MockLLM
+from support.mock_llm import MockLLM
 
 from builder.cli import main
 

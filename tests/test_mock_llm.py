@@ -7,7 +7,7 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
-from mock_llm import MockLLM
+from support.mock_llm import MockLLM
 
 PROMPT = (
     '<source n="1" cite="arXiv:2005.11401 p.3" title="RAG" section="Intro">\nWe endow pre-trained, '

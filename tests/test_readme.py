@@ -15,6 +15,10 @@ from builder.paths import BASE_URL_ENV, MIRROR_ENV, REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 SCREENSHOT = REPO_ROOT / "docs" / "screenshot.png"
+# Before/after narration: "(was 16.39)", "35.5-38.4 ms before", "from 14.9 s to 14.0 s", "30.9 MB instead of 61.0 MB".
+NARRATED_FIGURE = re.compile(
+    r"\(was \d|\d\S* ?(?:ms|s|MB|KB)? before\b|\bfrom \d[\d.,]* ?\S* to \d|\d ?\S* instead of \d"
+)
 
 
 def readme() -> str:
@@ -114,3 +118,21 @@ def test_the_screenshot_is_committed_and_embedded():
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1100, 760)
     assert 20_000 < len(data) < 400_000  # a real page, and small enough for the repository
+
+
+def test_measured_figures_live_in_the_generated_page():
+    """The README links to docs/measurements.md (written by the benches) instead of copying numbers."""
+    text = readme()
+    assert "](docs/measurements.md)" in text
+    assert (REPO_ROOT / "docs" / "measurements.md").is_file()
+    assert NARRATED_FIGURE.findall(text) == []
+
+
+def test_the_narration_check_notices_before_and_after_figures():
+    for narration in (
+        "14.3 MB (was 16.39)",
+        "35.1 ms at the median (35.5-38.4 ms before)",
+        "the first semantic result from 14.9 s to 14.0 s",
+        "sends 30.9 MB instead of 61.0 MB",
+    ):
+        assert NARRATED_FIGURE.search(narration), narration

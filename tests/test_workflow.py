@@ -153,6 +153,14 @@ def test_the_build_step_runs_the_readme_command(workflow):
     assert readme_build_command() == "pip install nox && nox -s build"
 
 
+def test_pull_requests_and_ci_run_lint_and_the_readme_test_command(workflow):
+    tests = [cmd for job, cmd in run_commands(workflow) if job == "test"]
+    assert "nox -s lint" in tests and "nox -s tests" in tests
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python3 -m nox -s lint" in ci and "python3 -m nox -s tests" in ci
+    assert "pip install nox && nox -s tests" in README.read_text(encoding="utf-8")
+
+
 def test_base_url_comes_from_the_repository_pages_path(workflow):
     build = workflow["jobs"]["build"]["steps"]
     pages = next(s for s in build if s.get("uses", "").startswith("actions/configure-pages@"))

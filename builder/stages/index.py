@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from builder.offline import load_onnxruntime_first
+from readingroom_core.hnsw import PINNED_VERSION
 
-USEARCH_VERSION = "2.26.6"
+USEARCH_VERSION = ".".join(map(str, PINNED_VERSION))  # the version the core's reader decodes
 INT8_LIMIT = 127
 # Percentile of |x_i| (over all components) that maps to 127. scripts/quantization_study.py: with a float
 # query, top-10 recall vs exact float32 by exact scan is 0.979 at p99, 0.992 at p99.9, 0.994 at p99.99,
