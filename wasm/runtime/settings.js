@@ -38,7 +38,8 @@ export function clampBudget(value) {
 
 export function createSettings(base) {
   const names = storageNames(base);
-  const $ = (id) => document.getElementById(id);
+  /** @type {(id: string) => HTMLInputElement} the settings' fields (the provider is a select, alike here) */
+  const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
   const fields = {
     provider: $("llm-provider"),
     base_url: $("llm-base-url"),
@@ -46,7 +47,7 @@ export function createSettings(base) {
     key: $("llm-key"),
     budget: $("llm-budget"),
   };
-  const remember = [...document.querySelectorAll('input[name="llm-remember"]')];
+  const remember = [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="llm-remember"]'))];
   const warning = $("llm-remember-warning");
   const note = $("llm-settings-note");
   let key = "";
@@ -147,7 +148,7 @@ export function createSettings(base) {
       return Boolean(key) || Boolean(resolvePreset(fields.provider.value).local);
     },
     open() {
-      $("llm-settings").open = true;
+      /** @type {HTMLDetailsElement} */ (document.getElementById("llm-settings")).open = true;
       fields.key.focus();
     },
   };
