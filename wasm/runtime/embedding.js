@@ -56,13 +56,13 @@ export class Encoder {
   }
 
   /**
-   * The vector of a query's token ids (null when the query has no words for the encoder), and whether
+   * The vector of a query's token ids (undefined when the query has no words for the encoder), and whether
    * it came from the cache.
    * @param {Int32Array} ids
-   * @returns {Promise<{vector: Float32Array | null, cached: boolean}>}
+   * @returns {Promise<{vector: Float32Array | undefined, cached: boolean}>}
    */
   async embed(ids) {
-    if (!ids.length) return { vector: null, cached: false };
+    if (!ids.length) return { vector: undefined, cached: false };
     const key = ids.join(",");
     let vector = this.vectors.get(key);
     const cached = vector !== undefined;

@@ -175,7 +175,8 @@
  * The opened site (readingroom_core.browser.Site). Strings are JSON; vectors and products typed arrays.
  * @typedef {object} Site
  * @property {(requestJson: string) => string} prepare JSON of a Prepared
- * @property {(searchId: number, vector: Float32Array | null) => string} search JSON of a reply or {error}
+ * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a reply or {error}; no
+ *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
  * @property {(searchId: number) => void} discard
  * @property {(paperIndex: number) => void} read_paper_text
  * @property {() => void} load_semantic
@@ -183,7 +184,7 @@
  * @property {() => PyProxy} vector_rows the int8 rows as Python bytes
  * @property {(bind: (query: PyProxy) => (slots: PyProxy) => Int32Array) => void} use_row_products
  * @property {(requestJson: string) => string} ask_retrieval_query
- * @property {(requestJson: string, vector: Float32Array | null) => string} ask_evidence
+ * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence
  * @property {(requestJson: string) => string} verify_answer
  */
 

@@ -255,7 +255,7 @@ async function search({ query, k, mode, filters }) {
 async function finish(prepared, embedding, started) {
   const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0 };
   let embedded = started; // the core's time after the vector is timed apart from the embedding's
-  let vector = null;
+  let vector; // undefined, not null, for none: Pyodide hands JavaScript's null to Python as JsNull
   let reply;
   if (embedding) {
     try {
@@ -267,17 +267,17 @@ async function finish(prepared, embedding, started) {
       embedded = performance.now();
       reply = JSON.parse(site.search(prepared.search, vector));
     } catch (error) {
-      reply = JSON.parse(site.search(prepared.search, null)); // throws when keyword search fails too
+      reply = JSON.parse(site.search(prepared.search)); // throws when keyword search fails too
       semanticFailed(error);
-      vector = null;
+      vector = undefined;
       delete timings.vector_cached;
       if (reply.error) return { error: SEMANTIC_UNAVAILABLE }; // dense mode: nothing to fall back on
     }
   }
-  reply ??= JSON.parse(site.search(prepared.search, null));
+  reply ??= JSON.parse(site.search(prepared.search));
   if (reply.error) return reply;
   Object.assign(timings, { embed_ms: embedded - started, search_ms: performance.now() - embedded });
-  return { ...reply, semantic: vector !== null, timings };
+  return { ...reply, semantic: vector !== undefined, timings };
 }
 
 // Ask mode: the evidence for a question (sources, page texts and the prompt, fitted to the token budget)
@@ -287,7 +287,7 @@ async function finish(prepared, embedding, started) {
 async function evidence({ question, history, budget }) {
   await keyword.promise;
   const request = JSON.stringify({ question, history, budget });
-  const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : null;
+  const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : undefined;
   return JSON.parse(site.ask_evidence(request, vector));
 }
 
