@@ -91,7 +91,9 @@ def test_searches_match_cpython_in_every_mode(site, wheel):
     # The comparison must have had something to compare: most queries find hits in every mode.
     found = sum(all(want[mode] for mode in MODES) for want in expected["results"])
     assert found >= 35
-    assert any(marked for want in expected["results"] for hit in want["bm25"] for _, marked in hit["segments"])
+    assert any(
+        marked for want in expected["results"] for hit in want["bm25"] for _, marked in hit["segments"]
+    )
 
 
 def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
