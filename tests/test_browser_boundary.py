@@ -89,7 +89,7 @@ def test_a_vector_handed_over_as_float32_bytes_gives_the_dense_ranking(site, bui
 
 
 def typed_row_products(rows: bytes, calls: list[array], error: int = 0):
-    """What worker.js's rowProducts does, in Python: 32-bit integer buffers in and out."""
+    """What embedding.js's rowProducts does, in Python: 32-bit integer buffers in and out."""
 
     def bind(query: array):
         signed = memoryview(rows).cast("b")

@@ -16,6 +16,9 @@ export default [
       eqeqeq: "error",
       "prefer-const": "error",
       "no-var": "error",
+      // One idea per module and functions that fit on a screen (issue 21's limits).
+      "max-lines": ["error", 450],
+      "max-lines-per-function": ["error", { max: 60, skipBlankLines: true, skipComments: true }],
     },
   },
   { files: WORKERS, languageOptions: { globals: globals.worker } },

@@ -7,7 +7,7 @@ import { answerMarkdown, citedBibtex } from "./answer.js";
 import { Turn, countdownButton } from "./ask_turn.js";
 import { button, element, saveFile } from "./dom.js";
 import { ProviderError, resolvePreset, streamAnswer } from "./providers.js";
-import { DEFAULT_BUDGET, clampBudget, createSettings } from "./settings.js";
+import { DEFAULT_BUDGET, LlmSettings, clampBudget } from "./settings.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Status} Status */
@@ -51,7 +51,7 @@ class AskMode {
     this.config = config;
     this.request = request;
     this.state = state;
-    this.settings = createSettings(config.base);
+    this.settings = new LlmSettings(config.base);
     this.section = $("ask");
     this.input = /** @type {HTMLTextAreaElement} */ ($("ask-q"));
     this.stopButton = $("ask-stop");
