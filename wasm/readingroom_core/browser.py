@@ -44,12 +44,12 @@ Reader = Callable[[str], bytes]
 READ_AHEAD_PAPERS = 3
 
 
-def as_bytes(data) -> bytes:
+def as_bytes(data: Any) -> bytes:
     """Bytes from the worker arrive as a JavaScript typed array (a JsProxy); CPython callers pass bytes."""
     return data.to_bytes() if hasattr(data, "to_bytes") else data
 
 
-def sha256_hex(data) -> str:
+def sha256_hex(data: Any) -> str:
     """The worker checks a paper text it reads synchronously with this: Web Crypto is async only."""
     return hashlib.sha256(as_bytes(data)).hexdigest()
 
@@ -57,14 +57,14 @@ def sha256_hex(data) -> str:
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def gunzipped(data) -> bytes:
+def gunzipped(data: Any) -> bytes:
     """A paper text the worker read synchronously from its .gz copy (DecompressionStream is async only).
     Bytes that are not gzip (a host that decoded the copy on its way) come back as they are."""
     raw = as_bytes(data)
     return zlib.decompress(raw, wbits=31) if raw[:2] == GZIP_MAGIC else raw  # 31: a gzip header
 
 
-def query_vector(data) -> list[float] | None:
+def query_vector(data: Any) -> list[float] | None:
     """The query vector as the engine takes it. The worker hands the encoder's Float32Array over as it
     is (its float32 bytes); CPython callers pass a list of floats, or None for no vector."""
     if data is None:
@@ -75,7 +75,7 @@ def query_vector(data) -> list[float] | None:
     return list(raw)
 
 
-def int32s(data) -> list[int]:
+def int32s(data: Any) -> list[int]:
     """Integers handed over as an Int32Array (the worker) or any 32-bit buffer (an array('i'))."""
     return array("i", bytes(as_bytes(data))).tolist()
 
@@ -126,7 +126,7 @@ def hit_json(hit: Hit, paper: dict) -> dict:
     }
 
 
-def segments(snippet: str, highlights) -> list[list]:
+def segments(snippet: str, highlights: Sequence[tuple[int, int]]) -> list[list[Any]]:
     """Snippet as [text, marked] runs, so JavaScript never has to map Python string offsets."""
     runs, at = [], 0
     for start, end in highlights:
@@ -249,7 +249,7 @@ class Site:
     def read_paper_text(self, paper_index: int) -> None:
         self.engine.text_file(paper_index)
 
-    def search(self, search_id: int, vector=None) -> str:
+    def search(self, search_id: int, vector: Any = None) -> str:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).
 
         The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None} or {"error":
@@ -276,7 +276,7 @@ class Site:
         """The text whose vector `ask_evidence` wants: {question, history} -> the retrieval query."""
         return answers.retrieval_text(json.loads(request_json))
 
-    def ask_evidence(self, request_json: str, vector=None) -> str:
+    def ask_evidence(self, request_json: str, vector: Any = None) -> str:
         """{question, history, budget} and the retrieval query's vector (or None) -> the evidence JSON
         (`answers.evidence`), each source with its paper's authors, year and categories (for the BibTeX
         export); or {"error"}."""
