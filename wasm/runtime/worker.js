@@ -263,7 +263,7 @@ async function finish(prepared, embedding, started) {
       timings.ahead_ms = performance.now() - started;
       let cached;
       ({ vector, cached } = await embedding);
-      timings.vector_cached = cached;
+      if (vector) timings.vector_cached = cached;
       embedded = performance.now();
       reply = JSON.parse(site.search(prepared.search, vector));
     } catch (error) {
