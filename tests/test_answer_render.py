@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from support.pyodide import find_node
 
-from builder.stages.render import copy_ask_modules
+from builder.stages.render import copy_page_modules
 
 RENDER = """
 import { renderPlain, renderVerified } from "./answer.js";
@@ -28,8 +28,8 @@ console.log(JSON.stringify(out));
 def render(tmp_path_factory):
     if find_node() is None:
         pytest.skip("node is not on PATH")
-    site = tmp_path_factory.mktemp("ask-modules")
-    folder, _ = copy_ask_modules(site)
+    site = tmp_path_factory.mktemp("page-modules")
+    folder, _ = copy_page_modules(site)
     (site / folder / "render.mjs").write_text(RENDER, encoding="utf-8")
 
     def run(*cases: dict) -> list[str]:

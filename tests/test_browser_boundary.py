@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import zlib
+from array import array
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,20 @@ def site(built_sites):
     return open_site(read, read("manifest.json").decode("utf-8"))
 
 
-def search(site, **request) -> dict:
-    return json.loads(site.search(json.dumps(request)))
+def search(site, vector=None, **request) -> dict:
+    """One search as the worker runs it: prepare the request, finish it with the vector, discard it."""
+    prepared = json.loads(site.prepare(json.dumps(request)))
+    if "error" in prepared:
+        return prepared
+    try:
+        return json.loads(site.search(prepared["search"], vector))
+    finally:
+        site.discard(prepared["search"])
+
+
+def float32_bytes(vector) -> bytes:
+    """A query vector as the worker hands it over: the encoder's Float32Array."""
+    return array("f", vector).tobytes()
 
 
 def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
@@ -56,36 +69,37 @@ def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
 
 def test_segments_rebuild_the_snippet_and_mark_the_highlights(site):
     hits = search(site, query=QUERY, k=10, mode="bm25")["hits"]
+    engine_hits = site.engine.search(QUERY, None, SearchOptions(k=10, mode="bm25"))
     marked_any = False
-    for hit in hits:
-        assert "".join(text for text, _ in hit["segments"]) == hit["snippet"]
+    for hit, engine_hit in zip(hits, engine_hits, strict=True):
+        assert "".join(text for text, _ in hit["segments"]) == hit["snippet"] == engine_hit.snippet
         marked = [text for text, is_marked in hit["segments"] if is_marked]
-        assert marked == [hit["snippet"][start:end] for start, end in hit["highlights"]]
+        assert marked == [engine_hit.snippet[start:end] for start, end in engine_hit.highlights]
         marked_any |= bool(marked)
     assert marked_any
 
 
-def test_a_vector_sent_as_json_gives_the_dense_ranking(site, built_sites):
+def test_a_vector_handed_over_as_float32_bytes_gives_the_dense_ranking(site, built_sites):
     site.load_semantic()
     vector = OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode([QUERY])[0]
-    reply = search(site, query=QUERY, k=10, mode="dense", vector=vector)
+    reply = search(site, float32_bytes(vector), query=QUERY, k=10, mode="dense")
     expected = site.engine.search(QUERY, vector, SearchOptions(k=10, mode="dense"))
     assert [h["chunk_id"] for h in reply["hits"]] == [h.chunk_id for h in expected]
     assert all(h["ranks"]["dense"] for h in reply["hits"])
+    assert search(site, list(vector), query=QUERY, k=10, mode="dense") == reply  # CPython's lists alike
 
 
-def text_row_products(rows: bytes, calls: list[str], error: int = 0):
-    """What worker.js's rowProducts does, in Python: comma-separated numbers in and out."""
+def typed_row_products(rows: bytes, calls: list[array], error: int = 0):
+    """What embedding.js's rowProducts does, in Python: 32-bit integer buffers in and out."""
 
-    def bind(query_text: str):
-        query = [int(x) for x in query_text.split(",")]
+    def bind(query: array):
         signed = memoryview(rows).cast("b")
+        fine = query.tolist()
 
-        def products(slots_text: str) -> str:
-            calls.append(slots_text)
-            slots = [int(x) for x in slots_text.split(",")]
-            sums = [sum(q * signed[slot * len(query) + i] for i, q in enumerate(query)) for slot in slots]
-            return ",".join(str(total + error) for total in sums)
+        def products(slots: array) -> array:
+            calls.append(slots)
+            sums = [sum(q * signed[slot * len(fine) + i] for i, q in enumerate(fine)) for slot in slots]
+            return array("i", [total + error for total in sums])
 
         return products
 
@@ -97,14 +111,14 @@ def test_row_products_from_the_worker_leave_the_replies_as_they_were(built_sites
     plain, helped = (open_site(read, read("manifest.json").decode("utf-8")) for _ in range(2))
     plain.load_semantic()
     helped.load_semantic()
-    calls: list[str] = []
-    helped.use_text_row_products(text_row_products(helped.vector_rows(), calls))
+    calls: list[array] = []
+    helped.use_row_products(typed_row_products(helped.vector_rows(), calls))
     calls.clear()
-    vector = OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0]
+    vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0])
     for mode in ("dense", "hybrid"):
-        request = {"query": QUERY, "k": 10, "mode": mode, "vector": vector}
-        assert helped.search(json.dumps(request)) == plain.search(json.dumps(request))
-    assert calls and all(text.replace(",", "").isdigit() for text in calls)
+        request = {"query": QUERY, "k": 10, "mode": mode}
+        assert search(helped, vector, **request) == search(plain, vector, **request)
+    assert calls and all(slots.typecode == "i" for slots in calls)
 
 
 def test_row_products_that_are_wrong_are_refused(built_sites):
@@ -112,18 +126,18 @@ def test_row_products_that_are_wrong_are_refused(built_sites):
     site = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
     with pytest.raises(ValueError, match="disagree with Python's"):
-        site.use_text_row_products(text_row_products(site.vector_rows(), [], error=-1))
+        site.use_row_products(typed_row_products(site.vector_rows(), [], error=-1))
 
 
-def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(built_sites):
-    """worker.js: prepare(request) while the encoder embeds, read the papers it names, search(request + vector)."""
+def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(built_sites):
+    """worker.js: prepare(request) while the encoder embeds, read the papers it names, search(id, vector)."""
     read = folder_reader(built_sites.second)
     reads: list[str] = []
     site = open_site(lambda path: (reads.append(path), read(path))[1], read("manifest.json").decode("utf-8"))
     plain = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
     plain.load_semantic()
-    vector = OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0]
+    vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0])
     papers = site.engine.papers
     paper_of = {
         doc: i for i, paper in enumerate(papers) for doc in range(paper["chunks"][0], sum(paper["chunks"]))
@@ -131,7 +145,8 @@ def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(bu
     request = {"query": QUERY, "k": 10, "mode": "hybrid"}
     keyword_ranking = site.engine.prepare(QUERY, SearchOptions(k=10)).bm25
     reads.clear()
-    ahead = json.loads(site.prepare(json.dumps(request)))
+    prepared = json.loads(site.prepare(json.dumps(request)))
+    ahead = prepared["read_ahead"]
     assert reads == []  # the keyword side needs no paper text
     assert ahead == list(dict.fromkeys(paper_of[doc] for doc, _ in keyword_ranking))[:READ_AHEAD_PAPERS]
     assert len(ahead) >= 2
@@ -140,21 +155,25 @@ def test_a_search_prepared_while_its_query_is_embedded_replies_as_a_plain_one(bu
     assert reads == [papers[paper]["text"] for paper in ahead]
     reads.clear()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was prepared again"))
-        reply = site.search(json.dumps({**request, "vector": vector}))
-    assert reply == plain.search(json.dumps({**request, "vector": vector}))
-    shown = {hit["arxiv_id"] for hit in json.loads(reply)["hits"]}
+        patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was parsed again"))
+        reply = json.loads(site.search(prepared["search"], vector))
+        # A failed semantic side is answered again, keyword-only, from the same prepared search.
+        keyword_only = json.loads(site.search(prepared["search"], None))
+    site.discard(prepared["search"])
+    assert reply == search(plain, vector, **request)
+    assert keyword_only == search(plain, None, **request)
+    shown = {hit["arxiv_id"] for hit in reply["hits"]}
     assert shown & {papers[paper]["id"] for paper in ahead}  # read ahead, shown, and not read again
     assert set(reads).isdisjoint(papers[paper]["text"] for paper in ahead)
-    # A search other than the one prepared, a query the engine rejects, and dense mode (no keyword ranking).
-    site.prepare(json.dumps(request))
-    other = {**request, "query": "renormalization group", "vector": vector}
-    assert site.search(json.dumps(other)) == plain.search(json.dumps(other))
-    rejected = {**request, "query": "year:soon attention"}
-    assert site.prepare(json.dumps(rejected)) == "[]" and "error" in json.loads(
-        site.search(json.dumps(rejected))
-    )
-    assert site.prepare(json.dumps({**request, "query": "query expansion", "mode": "dense"})) == "[]"
+    with pytest.raises(KeyError):
+        site.search(prepared["search"], vector)  # discarded
+    # Two searches under way at once keep apart; dense mode has no keyword ranking to read ahead from.
+    other = {**request, "query": "renormalization group"}
+    first, second = (json.loads(site.prepare(json.dumps(r))) for r in (request, other))
+    assert json.loads(site.search(second["search"])) == search(plain, **other)
+    assert json.loads(site.search(first["search"])) == search(plain, **request)
+    dense = json.loads(site.prepare(json.dumps({**request, "query": "query expansion", "mode": "dense"})))
+    assert dense["read_ahead"] == []
 
 
 def test_facet_filters_from_the_page_restrict_results(site):
@@ -165,7 +184,8 @@ def test_facet_filters_from_the_page_restrict_results(site):
 
 
 def test_queries_the_engine_rejects_come_back_as_errors(site):
-    assert "year:abc is not a year filter" in search(site, query="year:abc attention", k=5)["error"]
+    rejected = json.loads(site.prepare(json.dumps({"query": "year:abc attention", "k": 5})))
+    assert set(rejected) == {"error"} and "year:abc is not a year filter" in rejected["error"]  # at once
     assert "needs a query vector" in search(site, query=QUERY, k=5, mode="dense")["error"]
 
 

@@ -91,12 +91,14 @@ def test_searches_match_cpython_in_every_mode(site, wheel):
     # The comparison must have had something to compare: most queries find hits in every mode.
     found = sum(all(want[mode] for mode in MODES) for want in expected["results"])
     assert found >= 35
-    assert any(hit["highlights"] for want in expected["results"] for hit in want["bm25"])
+    assert any(
+        marked for want in expected["results"] for hit in want["bm25"] for _, marked in hit["segments"]
+    )
 
 
 def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
-    """What worker.js calls (readingroom_core.browser): token ids and JSON search replies, vectors and
-    facet filters included, the same in Pyodide as in CPython."""
+    """What worker.js calls (readingroom_core.browser): token ids, prepared searches and their JSON
+    replies, float32 vectors and facet filters included, the same in Pyodide as in CPython."""
     queries = [*dev_queries()[:10], *KEYWORD_QUERIES, "zzqx", "grouped query attenton", "year:abc attention"]
     vectors = encode_queries(site, queries)
     cases = [

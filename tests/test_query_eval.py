@@ -25,7 +25,7 @@ def test_a_factual_question_finds_its_page(built_sites, capsys):
         h["arxiv_id"] == gold["arxiv_id"] and h["page_start"] <= page <= h["page_end"] for h in hits[:3]
     )
     assert set(hits[0]["ranks"]) == {"bm25", "dense"}
-    assert hits[0]["chunk_id"] and hits[0]["snippet"] and hits[0]["text"]
+    assert hits[0]["chunk_id"] and hits[0]["snippet"] and hits[0]["segments"]
 
 
 def test_filters_in_the_query_restrict_results(built_sites, capsys):

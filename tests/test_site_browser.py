@@ -6,16 +6,14 @@ test opens is watched: a request to any other host, a console error or an uncaug
 
 import json
 import os
-import shutil
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
+from conftest import ADDED_PAPER, SMALL_PAPERS
 from support import corpus
-from support.chromium import CHROMIUM, TOP_CHUNK_IDS, wait_for
-from support.pyodide import missing_runtime
+from support.chromium import TOP_CHUNK_IDS, wait_for
+from support.served import build_from_cache, corpus_text, require_browser, serving
 
-from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import REPO_ROOT
 from readingroom_core.engine import SearchOptions
@@ -43,26 +41,13 @@ DOC2QUERY_PAGES = {
 @pytest.fixture(scope="module")
 def served_site(built_sites, tmp_path_factory, generated_corpus):
     """(site folder, its URL on loopback)."""
-    if missing_runtime():
-        pytest.skip(missing_runtime())
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    root = tmp_path_factory.mktemp("browser-site")
-    entries = "\n".join(
-        f'[[paper]]\nid = "{arxiv_id}"\ntags = ["t{n % 2}"]\n'
-        for n, arxiv_id in enumerate((*SMALL_PAPERS, ADDED_PAPER))
+    require_browser()
+    corpus = corpus_text((*SMALL_PAPERS, ADDED_PAPER), "Browser test", base_url=BASE)
+    site = build_from_cache(
+        tmp_path_factory.mktemp("browser-site"), corpus, built_sites.cache, generated_corpus
     )
-    corpus_file = root / "corpus.toml"
-    corpus_file.write_text(
-        f'[site]\ntitle = "Browser test"\nbase_url = "{BASE}"\n\n{entries}', encoding="utf-8"
-    )
-    cache = root / "cache"
-    shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
-    assert run_build(corpus_file, root / "site", cache, generated_corpus) == 0
-    server, url = serve_in_thread(root / "site")
-    yield root / "site", url
-    server.shutdown()
-    server.server_close()
+    with serving(site) as url:
+        yield site, url
 
 
 @pytest.fixture(scope="module")
@@ -282,20 +267,13 @@ SCREENSHOT_SIZE = {"width": 1100, "height": 760}
 def my_list_url(built_sites, tmp_path_factory, generated_corpus):
     """The four papers built with `--base-url /my-list/` over a corpus file that says "/" (as the
     publishing workflow builds a project site), served as Pages would."""
-    if missing_runtime():
-        pytest.skip(missing_runtime())
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
+    require_browser()
     root = tmp_path_factory.mktemp("my-list")
-    listed = write_corpus(root / "corpus.toml", (*SMALL_PAPERS, ADDED_PAPER), title="My list")
-    cache = root / "cache"
-    shutil.copytree(built_sites.cache, cache)
-    assert run_build(listed, root / "site", cache, generated_corpus, "--base-url", MY_LIST) == 0
-    assert json.loads((root / "site" / "manifest.json").read_text())["base_url"] == MY_LIST
-    server, url = serve_in_thread(root / "site")
-    yield url
-    server.shutdown()
-    server.server_close()
+    corpus = corpus_text((*SMALL_PAPERS, ADDED_PAPER), "My list")
+    site = build_from_cache(root, corpus, built_sites.cache, generated_corpus, "--base-url", MY_LIST)
+    assert json.loads((site / "manifest.json").read_text())["base_url"] == MY_LIST
+    with serving(site) as url:
+        yield url
 
 
 def test_every_internal_link_of_a_sub_path_build_loads(my_list_url, watched):

@@ -8,16 +8,13 @@ throttle chromium's network (the DevTools protocol's network emulation) so that 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import SMALL_PAPERS, run_build, write_corpus
-from support.chromium import CHROMIUM, wait_for
-from support.pyodide import missing_runtime
-
-from builder.commands.serve import serve_in_thread
+from conftest import SMALL_PAPERS
+from support.chromium import wait_for
+from support.served import build_from_cache, corpus_text, require_browser, serving
 
 pytestmark = pytest.mark.browser
 
@@ -38,20 +35,12 @@ SAMPLE_WHILE_LOADING = """async () => {
 
 @pytest.fixture(scope="module")
 def served(built_sites, tmp_path_factory, generated_corpus):
-    """(site folder, its URL on loopback): the four small generated papers."""
-    if missing_runtime():
-        pytest.skip(missing_runtime())
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    root = tmp_path_factory.mktemp("loading")
-    cache = root / "cache"
-    shutil.copytree(built_sites.cache, cache)  # parsed text and embeddings: no model work again
-    corpus = write_corpus(root / "corpus.toml", SMALL_PAPERS)
-    assert run_build(corpus, root / "site", cache, generated_corpus) == 0
-    server, url = serve_in_thread(root / "site")
-    yield root / "site", url
-    server.shutdown()
-    server.server_close()
+    """(site folder, its URL on loopback): the three small generated papers."""
+    require_browser()
+    corpus = corpus_text(SMALL_PAPERS, "Test site")
+    site = build_from_cache(tmp_path_factory.mktemp("loading"), corpus, built_sites.cache, generated_corpus)
+    with serving(site) as url:
+        yield site, url
 
 
 class Visit:

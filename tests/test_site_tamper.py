@@ -11,14 +11,14 @@ import hashlib
 import json
 import shutil
 import struct
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_PAPERS, run_build
-from support.chromium import CHROMIUM, TOP_CHUNK_IDS, wait_for
-from support.pyodide import missing_runtime
+from conftest import SMALL_PAPERS
+from support.chromium import TOP_CHUNK_IDS, wait_for
+from support.served import build_from_cache, corpus_text, require_browser, serving
 
-from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
 from readingroom_core.hnsw import UsearchFile
@@ -32,21 +32,9 @@ TAGS = (["deep learning"], ["deep", "learning"], ["it's <b>"])  # spaces and mar
 
 @pytest.fixture(scope="module")
 def clean_site(built_sites, tmp_path_factory, generated_mirror) -> Path:
-    if missing_runtime():
-        pytest.skip(missing_runtime())
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    root = tmp_path_factory.mktemp("tamper")
-    cache = root / "cache"
-    shutil.copytree(built_sites.cache, cache)
-    entries = "".join(
-        f'[[paper]]\nid = "{arxiv_id}"\ntags = {json.dumps(tags)}\n\n'
-        for arxiv_id, tags in zip(SMALL_PAPERS, TAGS, strict=True)
-    )
-    corpus = root / "corpus.toml"
-    corpus.write_text(f'[site]\ntitle = "Tamper test"\n\n{entries}', encoding="utf-8")
-    assert run_build(corpus, root / "site", cache, generated_mirror) == 0
-    return root / "site"
+    require_browser()
+    corpus = corpus_text(SMALL_PAPERS, "Tamper test", tags=TAGS)
+    return build_from_cache(tmp_path_factory.mktemp("tamper"), corpus, built_sites.cache, generated_mirror)
 
 
 def manifest_of(site: Path) -> dict:
@@ -134,23 +122,20 @@ class Visit:
 
 @pytest.fixture
 def visit_tampered(browser, clean_site, tmp_path):
-    servers, visits = [], []
+    with ExitStack() as servers:
+        visits = []
 
-    def visit(damage) -> Visit:
-        site = tmp_path / f"site{len(servers)}"
-        shutil.copytree(clean_site, site)
-        server, url = serve_in_thread(site)  # serve reads the base_url from the manifest: damage after
-        servers.append(server)
-        damage(site)
-        visits.append(Visit(browser, url))
-        return visits[-1]
+        def visit(damage) -> Visit:
+            site = tmp_path / f"site{len(visits)}"
+            shutil.copytree(clean_site, site)
+            url = servers.enter_context(serving(site))  # serve reads base_url from the manifest: damage after
+            damage(site)
+            visits.append(Visit(browser, url))
+            return visits[-1]
 
-    yield visit
-    for view in visits:
-        view.context.close()
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield visit
+        for view in visits:
+            view.context.close()
 
 
 def assert_no_traceback(*texts: str) -> None:

@@ -9,10 +9,8 @@ import test_site_browser as shared
 from conftest import ADDED_PAPER, SMALL_PAPERS
 from support import corpus
 from support.chromium import wait_for
-from support.pyodide import missing_runtime
+from support.served import require_browser, serving
 from test_site_browser import PARAPHRASE
-
-from builder.commands.serve import serve_in_thread
 
 # The four-paper site and the watched page of test_site_browser, shared as fixtures (the browser is conftest's).
 served_site, site_url, watched = shared.served_site, shared.site_url, shared.watched
@@ -179,12 +177,9 @@ def test_sorting_papers_by_date_and_no_more_results_past_the_end(site_url, watch
 @pytest.fixture(scope="module")
 def mirror_url(mirror_site):
     """The four real mirror papers, 7-8 pages each: more passages than one page of results shows."""
-    if missing_runtime():
-        pytest.skip(missing_runtime())
-    server, url = serve_in_thread(mirror_site)
-    yield url
-    server.shutdown()
-    server.server_close()
+    require_browser()
+    with serving(mirror_site) as url:
+        yield url
 
 
 @pytest.mark.mirror

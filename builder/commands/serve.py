@@ -41,6 +41,9 @@ MIME_TYPES = {
     ".html": "text/html; charset=utf-8",
 }
 HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+(\.gz)?$")
+# Runtime modules that import one another by name sit in a folder named by the hash of them all
+# (builder/stages/render.py write_module_folder).
+HASHED_FOLDER = re.compile(r"/runtime/[a-z]+-[0-9a-f]{12}/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 
@@ -120,7 +123,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def cache_policy(self, path: str) -> str:
         name = posixpath.basename(path)
-        if HASHED_NAME.search(name) or "/runtime/pyodide-" in path:
+        if HASHED_NAME.search(name) or HASHED_FOLDER.search(path) or "/runtime/pyodide-" in path:
             return IMMUTABLE
         return "no-cache"
 

@@ -1,10 +1,10 @@
 """The browser runtime as the site ships it: our JS/CSS, ORT Web, Pyodide, the search core as the wheel
 the site's Pyodide installs, and the interpreter snapshot made from that wheel.
 
-Runtime files are content-hashed (`app.<hash>.js`), except Pyodide, which loads its own files by their
+Runtime files are content-hashed (`style.<hash>.css`), except Pyodide, which loads its own files by their
 original names from one folder and so lives in a versioned folder `runtime/pyodide-<version>/`, and ES
 modules that import one another by name, which share a folder named by the hash of them all
-(`runtime/engine-<hash>/`, `runtime/ask-<hash>/`). The Python snapshot the search worker restores
+(`runtime/engine-<hash>/`, `runtime/page-<hash>/`). The Python snapshot the search worker restores
 instead of booting Python is made from the same wheel bytes. The wasm files and the snapshot, which the
 workers fetch themselves, get a gzip copy (store.with_gzip). The manifest's `runtime` section names them
 by role, with its own `artifacts` list, apart from the data files'.
@@ -51,13 +51,26 @@ ORT_FILES = {
     "ort_wasm": "ort-wasm-simd-threaded.wasm",
 }
 ORT_FETCHED = ("ort_wasm",)  # handed to ORT as ort.env.wasm.wasmBinary, so it may come as .gz
-OWN_RUNTIME = {"app": "app.js", "corpus_js": "corpus.js", "css": "style.css"}
-# The engine's two workers share download.js, which they import by name: one folder named by the hash
-# of all three (as the ask modules below).
-ENGINE_MODULES = ("worker.js", "encoder.js", "download.js")
-# Ask mode's ES modules import one another by name, so they share one folder named by the hash of them all,
-# together with markdown-it's self-contained browser build (answer.js imports it as ./markdown-it.mjs).
-ASK_MODULES = ("ask.js", "answer.js", "providers.js", "settings.js")
+OWN_RUNTIME = {"corpus_js": "corpus.js", "css": "style.css"}
+# The engine's two workers share download.js, which they import by name, as the search worker imports its
+# own parts: one folder named by the hash of them all (as the page's modules below).
+ENGINE_MODULES = ("worker.js", "python_start.js", "embedding.js", "encoder.js", "download.js")
+# The search page's ES modules (search and Ask mode) import one another by name, so they share one folder
+# named by the hash of them all, together with markdown-it's self-contained browser build (answer.js
+# imports it as ./markdown-it.mjs). protocol.js holds types only and is not shipped.
+PAGE_MODULES = (
+    "app.js",
+    "search_client.js",
+    "router.js",
+    "results_view.js",
+    "dom.js",
+    "citation.js",
+    "ask.js",
+    "ask_turn.js",
+    "answer.js",
+    "providers.js",
+    "settings.js",
+)
 MARKDOWN_IT_PACKAGE = WASM_DIR / "node_modules" / "markdown-it"
 MARKDOWN_IT_FILE = "dist/browser/markdown-it.esm.min.mjs"
 SOURCE_MAP_COMMENT = re.compile(rb"\n//# sourceMappingURL=\S+\s*$")
@@ -165,9 +178,9 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
     runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
     artifacts.extend(engine_artifacts)
-    ask_folder, ask_artifacts = copy_ask_modules(out_dir)
-    runtime["ask"] = f"{ask_folder}/ask.js"
-    artifacts.extend(ask_artifacts)
+    page_folder, page_artifacts = copy_page_modules(out_dir)
+    runtime["app"] = f"{page_folder}/app.js"
+    artifacts.extend(page_artifacts)
     version = package_version(PYODIDE_PACKAGE)
     folder = f"runtime/pyodide-{version}"
     for name in PYODIDE_FILES:
@@ -182,14 +195,14 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     return RuntimeSection(runtime, versions, tuple(artifacts))
 
 
-def copy_ask_modules(out_dir: Path) -> tuple[str, list[Artifact]]:
-    """`runtime/ask-<hash12>/`: the ask modules and markdown-it (its source-map comment dropped: the map
-    is not shipped)."""
+def copy_page_modules(out_dir: Path) -> tuple[str, list[Artifact]]:
+    """`runtime/page-<hash12>/`: the search page's modules and markdown-it (its source-map comment
+    dropped: the map is not shipped)."""
     package_version(MARKDOWN_IT_PACKAGE)  # a clear error when npm ci has not run
-    files = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ASK_MODULES}
+    files = {name: (RUNTIME_SOURCES / name).read_bytes() for name in PAGE_MODULES}
     markdown_it = (MARKDOWN_IT_PACKAGE / MARKDOWN_IT_FILE).read_bytes()
     files["markdown-it.mjs"] = SOURCE_MAP_COMMENT.sub(b"\n", markdown_it)
-    return write_module_folder(out_dir, "ask", files)
+    return write_module_folder(out_dir, "page", files)
 
 
 def write_module_folder(out_dir: Path, stem: str, files: dict[str, bytes]) -> tuple[str, list[Artifact]]:

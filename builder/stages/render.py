@@ -135,7 +135,6 @@ class SitePages:
             "manifest": base + MANIFEST_FILE,
             "worker": base + runtime["worker"],
             "encoder": base + runtime["encoder"],
-            "ask": base + runtime["ask"],
             "wheel": base + runtime["wheel"],
             "python_snapshot": base + runtime["python_snapshot"],
             "pyodide": base + runtime["pyodide"],

@@ -12,13 +12,14 @@ import json
 import os
 import sys
 import time
+from array import array
 
 from readingroom_core import answers
 from readingroom_core.browser import folder_reader, open_folder, open_site
 from readingroom_core.engine import SearchOptions
 from readingroom_core.tokenizer import WordPieceTokenizer
 
-BROWSER_REQUEST = ("query", "k", "mode", "filters", "vector")  # what worker.js sends to Site.search
+BROWSER_REQUEST = ("query", "k", "mode", "filters")  # what worker.js sends to Site.prepare
 
 
 def folders(request_json: str) -> str:
@@ -54,7 +55,8 @@ def search(request: dict) -> dict:
 def browser(request: dict) -> dict:
     """The Web Worker's calls in its order: open the site from a reader and the fetched manifest text,
     load semantic search, then per case the query's token ids, the search prepared and the papers it names
-    read (while the encoder embeds, unless in bm25 mode), and the search reply (JSON in, JSON out)."""
+    read (while the encoder embeds, unless in bm25 mode), and the reply to the prepared search with the
+    vector as the worker hands it over (float32 bytes)."""
     read = folder_reader(request["site"])
     site = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
@@ -62,12 +64,17 @@ def browser(request: dict) -> dict:
     for case in request["cases"]:
         ids = site.encode_ids(case["query"])
         search_request = {key: case.get(key) for key in BROWSER_REQUEST}
+        prepared = json.loads(site.prepare(json.dumps(search_request)))
+        if "error" in prepared:
+            replies.append({"ids": ids, **prepared})
+            continue
         if case["mode"] != "bm25":
-            without_vector = {key: value for key, value in search_request.items() if key != "vector"}
-            for paper in json.loads(site.prepare(json.dumps(without_vector))):
+            for paper in prepared["read_ahead"]:
                 site.read_paper_text(paper)
-        reply = json.loads(site.search(json.dumps(search_request)))
-        replies.append({"ids": ids, **reply})
+        vector = case.get("vector")
+        reply = site.search(prepared["search"], None if vector is None else array("f", vector).tobytes())
+        site.discard(prepared["search"])
+        replies.append({"ids": ids, **json.loads(reply)})
     return {"replies": replies}
 
 

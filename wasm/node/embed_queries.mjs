@@ -1,4 +1,4 @@
-// Embeds token ids with ONNX Runtime Web under Node, the way worker.js does in the browser: the wasm
+// Embeds token ids with ONNX Runtime Web under Node, the way encoder.js does in the browser: the wasm
 // build (ort.wasm.min.mjs), one thread, weights dequantised at load. One JSON request on stdin, one
 // JSON reply on stdout.
 //
@@ -24,7 +24,7 @@ const model = await readFile(values.model);
 const started = performance.now();
 const session = await ort.InferenceSession.create(new Uint8Array(model.buffer, model.byteOffset, model.byteLength), {
   executionProviders: ["wasm"],
-  extra: { session: { disable_quant_qdq: "1" } }, // as worker.js (builder/stages/encoder.py DEQUANTIZE_AT_LOAD)
+  extra: { session: { disable_quant_qdq: "1" } }, // as encoder.js (builder/stages/encoder.py DEQUANTIZE_AT_LOAD)
 });
 const loadMs = performance.now() - started;
 const vectors = [];

@@ -1,6 +1,6 @@
 // Makes the memory snapshot of Pyodide's interpreter, the core wheel installed and its browser boundary
-// imported, that the site's search worker restores instead of booting Python (worker.js startPython):
-// booting takes about 2 s on a first visit, restoring a fraction of that. Run by the build
+// imported, that the site's search worker restores instead of booting Python (python_start.js
+// startPython): restoring takes a fraction of a boot's time. Run by the build
 // (builder/stages/runtime.py python_snapshot); Node resolves Pyodide from wasm/node_modules, the same
 // package the site copies, so the snapshot matches the site's pyodide.asm.wasm (Pyodide refuses one from
 // another build when it restores).
@@ -13,7 +13,7 @@
 import crypto from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 
-const CORE_BOUNDARY = "readingroom_core.browser"; // worker.js imports the same module after a restore
+const CORE_BOUNDARY = "readingroom_core.browser"; // python_start.js imports the same module after a restore
 const EPOCH_MS = Date.UTC(2020, 0, 1);
 
 function determinism() {

@@ -2,9 +2,10 @@
 
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
-(`wasm/runtime/worker.js`) calls `Site.search`, `Site.prepare`, `Site.read_paper_text`, `Site.load_semantic`,
-`Site.encode_ids` and `Site.use_text_row_products` and passes only strings, numbers and bytes across, so
-JavaScript never sees a Python object or a Python string offset.
+(`wasm/runtime/worker.js`, its messages typed in `wasm/runtime/protocol.js`) calls `Site.prepare`,
+`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.use_row_products`. Requests and replies cross as JSON text, vectors and dot products as typed
+arrays (their bytes), so JavaScript never sees a Python object or a Python string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
 after the import, must hold all the code a restored interpreter will run (the files are not on disk).
@@ -13,11 +14,14 @@ after the import, must hold all the code a restored interpreter will run (the fi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import zlib
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from readingroom_core import answers
 from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions, weak_match
@@ -27,19 +31,18 @@ from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 Reader = Callable[[str], bytes]
-# Paper text files a search reads ahead while the query is embedded. Over the 30 dev questions asked in
-# turn on the 112-paper site, the papers of the best keyword matches held most of the papers a first-sight
-# hybrid top 10 shows: reads left for after the vector 58 -> 18 (2 papers) -> 9 (3) -> 5 (4), for 13, 24
-# and 31 more papers read in all (of 112; about 21 KB each as .gz).
+# Paper text files a search reads ahead while the query is embedded: the papers of the best keyword
+# matches hold most of those a first-sight hybrid top 10 shows, and each paper more read ahead is one
+# more file fetched for the few results it adds (scripts/bench_core.py measures both on the dev questions).
 READ_AHEAD_PAPERS = 3
 
 
-def as_bytes(data) -> bytes:
-    """A reader's answer as bytes: in the worker, reads return a JavaScript Uint8Array (a JsProxy)."""
+def as_bytes(data: Any) -> bytes:
+    """Bytes from the worker arrive as a JavaScript typed array (a JsProxy); CPython callers pass bytes."""
     return data.to_bytes() if hasattr(data, "to_bytes") else data
 
 
-def sha256_hex(data) -> str:
+def sha256_hex(data: Any) -> str:
     """The worker checks a paper text it reads synchronously with this: Web Crypto is async only."""
     return hashlib.sha256(as_bytes(data)).hexdigest()
 
@@ -47,11 +50,27 @@ def sha256_hex(data) -> str:
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def gunzipped(data) -> bytes:
+def gunzipped(data: Any) -> bytes:
     """A paper text the worker read synchronously from its .gz copy (DecompressionStream is async only).
     Bytes that are not gzip (a host that decoded the copy on its way) come back as they are."""
     raw = as_bytes(data)
     return zlib.decompress(raw, wbits=31) if raw[:2] == GZIP_MAGIC else raw  # 31: a gzip header
+
+
+def query_vector(data: Any) -> list[float] | None:
+    """The query vector as the engine takes it. The worker hands the encoder's Float32Array over as it
+    is (its float32 bytes); CPython callers pass a list of floats, or None for no vector."""
+    if data is None:
+        return None
+    raw = as_bytes(data)
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return array("f", bytes(raw)).tolist()
+    return list(raw)
+
+
+def int32s(data: Any) -> list[int]:
+    """Integers handed over as an Int32Array (the worker) or any 32-bit buffer (an array('i'))."""
+    return array("i", bytes(as_bytes(data))).tolist()
 
 
 def folder_reader(site_dir: str | os.PathLike) -> Reader:
@@ -81,8 +100,8 @@ def open_site(read: Reader, manifest_text: str | bytes | None = None) -> Site:
 
 
 def hit_json(hit: Hit, paper: PaperRecord) -> dict:
-    """A result as every front end shows it: where it is, how it ranked, and its snippet three ways
-    (plain text, highlight offsets, and [text, marked] runs ready to draw)."""
+    """A result as every front end shows it: where it is, how it ranked, its snippet as plain text (the
+    CLI prints it) and as [text, marked] runs (the page draws them)."""
     return {
         "doc_id": hit.doc_id,
         "chunk_id": hit.chunk_id,
@@ -95,14 +114,12 @@ def hit_json(hit: Hit, paper: PaperRecord) -> dict:
         "section": hit.section,
         "score": hit.score,
         "ranks": hit.ranks,
-        "text": hit.text,
         "snippet": hit.snippet,
-        "highlights": [list(span) for span in hit.highlights],
         "segments": segments(hit.snippet, hit.highlights),
     }
 
 
-def segments(snippet: str, highlights) -> list[list]:
+def segments(snippet: str, highlights: Sequence[tuple[int, int]]) -> list[list[Any]]:
     """Snippet as [text, marked] runs, so JavaScript never has to map Python string offsets."""
     runs, at = [], 0
     for start, end in highlights:
@@ -134,6 +151,15 @@ def request_filters(data: dict) -> Filters:
     )
 
 
+@dataclass(frozen=True)
+class PreparedSearch:
+    """A search request parsed once and run up to the point where it needs the query vector."""
+
+    query: str
+    prepared: Prepared
+    suggestion: str | None
+
+
 @dataclass
 class Site:
     """One opened site: its manifest, its engine, and (once semantic search loads) its query tokenizer."""
@@ -142,9 +168,10 @@ class Site:
     engine: SearchEngine
     tokenizer: WordPieceTokenizer | None = None
     papers_by_id: dict[str, PaperRecord] = field(init=False)
-    # What `prepare` did for the next `search`: (the request without its vector, the prepared search, the
-    # suggestion)
-    _prepared: tuple[dict, Prepared, str | None] | None = field(init=False, default=None)
+    # Searches `prepare` parsed, by the id it gave them, until `discard`: the worker may have several
+    # under way (a query typed on while the previous one waits for its vector).
+    _searches: dict[int, PreparedSearch] = field(init=False, default_factory=dict)
+    _search_ids: Iterator[int] = field(init=False, default_factory=itertools.count)
 
     def __post_init__(self) -> None:
         self.papers_by_id = {paper.id: paper for paper in self.engine.papers}
@@ -167,25 +194,21 @@ class Site:
         )
 
     def vector_rows(self) -> bytes:
-        """The stored rows as signed int8 bytes, row `slot` at `slot * dimensions` (`use_text_row_products`)."""
+        """The stored rows as signed int8 bytes, row `slot` at `slot * dimensions` (`use_row_products`)."""
         return self.engine.load_vectors().int8_rows()
 
-    def use_text_row_products(self, bind: Callable[[str], Callable[[str], str]]) -> None:
+    def use_row_products(self, bind: Callable[[array[int]], Callable[[array[int]], Any]]) -> None:
         """Let the HNSW search take its integer dot products from the worker's typed arrays.
 
-        `bind(query)` gets the query's integers as comma-separated text and returns a function from
-        comma-separated row slots (of `vector_rows`) to their products, comma-separated: exact integers,
-        so results are the same as with Python's own products (hnsw.RowProducts); the core checks that
-        before it uses them.
+        `bind(query)` gets the query's integers as an array('i') (an Int32Array's buffer to JavaScript)
+        and returns a function from row slots of `vector_rows` (an array('i') too) to their products as
+        32-bit integers: exact, so results are the same as with Python's own products
+        (hnsw.RowProducts); the core checks that before it uses them.
         """
 
         def row_products(fine: list[int]) -> Callable[[Sequence[int]], list[int]]:
-            products = bind(",".join(map(str, fine)))
-
-            def of(slots: Sequence[int]) -> list[int]:
-                return list(map(int, products(",".join(map(str, slots))).split(","))) if slots else []
-
-            return of
+            products = bind(array("i", fine))
+            return lambda slots: int32s(products(array("i", slots))) if slots else []
 
         self.engine.load_vectors().use_row_products(row_products)
 
@@ -197,45 +220,48 @@ class Site:
         return self.tokenizer.encode(self.manifest.model.query_prefix + text) if text else []
 
     def prepare(self, request_json: str) -> str:
-        """Do the part of `search(request_json)` that needs no query vector now, while the encoder's worker
-        embeds the query, and keep it for that search. Returns, as JSON, the papers (indexes) whose text
-        files the reply will likely show and that are not loaded yet, likeliest first: the worker reads
-        them (`read_paper_text`) while it waits for the vector."""
+        """Parse a search request ({query, k, mode, filters}) and do the part of the search that needs no
+        query vector, while the encoder's worker embeds the query.
+
+        Returns JSON: {"search": id, "read_ahead": [paper index, ...]}, the id for `search` and the
+        papers whose text files the reply will likely show and that are not loaded yet, likeliest first
+        (the worker reads them with `read_paper_text` while it waits for the vector); or {"error":
+        message} for a query the engine rejects, and then nothing is kept.
+        """
         request = json.loads(request_json)
+        query = request["query"]
         try:
-            prepared = self.engine.prepare(request["query"], request_options(request))
-        except (QuerySyntaxError, ValueError):
-            return "[]"  # `search` reports it
-        self._prepared = (request, prepared, self._suggestion(request))
-        return json.dumps(self.engine.unread_papers(prepared, READ_AHEAD_PAPERS))
+            prepared = self.engine.prepare(query, request_options(request))
+        except (QuerySyntaxError, ValueError) as error:
+            return json.dumps({"error": str(error)})
+        search_id = next(self._search_ids)
+        self._searches[search_id] = PreparedSearch(query, prepared, self.engine.suggest(query))
+        read_ahead = self.engine.unread_papers(prepared, READ_AHEAD_PAPERS)
+        return json.dumps({"search": search_id, "read_ahead": read_ahead})
 
     def read_paper_text(self, paper_index: int) -> None:
         self.engine.text_file(paper_index)
 
-    def _suggestion(self, request: dict) -> str | None:
-        return self.engine.suggest(request["query"]) if request.get("suggest", True) else None
+    def search(self, search_id: int, vector: Any = None) -> str:
+        """Finish the prepared search `search_id` with the query vector (None: keyword side only).
 
-    def search(self, request_json: str) -> str:
-        """One search request from the page, as JSON: {query, k, mode, filters, vector (or null)}.
-
-        The reply is {"hits": [hit_json, ...], "weak": bool} or {"error": message} for a query the engine
-        rejects; "weak" says that no passage matches the query's words and none is close in meaning.
+        The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None} or {"error":
+        message} for a request the engine rejects (dense mode without a vector); "weak" says that no
+        passage matches the query's words and none is close in meaning. The search stays prepared until
+        `discard`, so that a failed semantic side can be answered again keyword-only.
         """
-        request = json.loads(request_json)
-        kept, self._prepared = self._prepared, None
+        kept = self._searches[search_id]
         try:
-            if kept and kept[0] == {key: value for key, value in request.items() if key != "vector"}:
-                _, prepared, suggestion = kept
-            else:
-                prepared = self.engine.prepare(request["query"], request_options(request))
-                suggestion = self._suggestion(request)
-            hits = self.engine.finish(prepared, request.get("vector"))
+            hits = self.engine.finish(kept.prepared, query_vector(vector))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
-        weak = bool(hits) and bool(embedding_text(request["query"])) and weak_match(hits)
-        return json.dumps(
-            {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": suggestion}
-        )
+        weak = bool(hits) and bool(embedding_text(kept.query)) and weak_match(hits)
+        reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": kept.suggestion}
+        return json.dumps(reply)
+
+    def discard(self, search_id: int) -> None:
+        """Forget a prepared search once its reply has gone."""
+        self._searches.pop(search_id, None)
 
     # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
 
@@ -243,12 +269,13 @@ class Site:
         """The text whose vector `ask_evidence` wants: {question, history} -> the retrieval query."""
         return answers.retrieval_text(json.loads(request_json))
 
-    def ask_evidence(self, request_json: str) -> str:
-        """{question, history, budget, vector (or null)} -> the evidence JSON (`answers.evidence`), each
-        source with its paper's authors, year and categories (for the BibTeX export); or {"error"}."""
+    def ask_evidence(self, request_json: str, vector: Any = None) -> str:
+        """{question, history, budget} and the retrieval query's vector (or None) -> the evidence JSON
+        (`answers.evidence`), each source with its paper's authors, year and categories (for the BibTeX
+        export); or {"error"}."""
         request = json.loads(request_json)
         try:
-            found = answers.evidence(self.engine, request, request.get("vector"))
+            found = answers.evidence(self.engine, request, query_vector(vector))
         except (answers.PromptTooLong, QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
         for source in found["sources"]:

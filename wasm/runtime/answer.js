@@ -6,9 +6,12 @@
 // turns each placeholder into a citation token whose renderer escapes everything it writes. Placeholder
 // characters already in the model's text are replaced first, so the model cannot forge one.
 
+import { absUrl, bibtex, pdfUrl } from "./citation.js";
 import MarkdownIt from "./markdown-it.mjs";
 
-const ARXIV = "https://arxiv.org";
+/** @typedef {import("./protocol.js").Citation} Citation */
+/** @typedef {import("./protocol.js").Source} Source */
+
 const OPEN = "\uE000"; // placeholder: OPEN + index + CLOSE (citation) or UNCITED + index + CLOSE
 const UNCITED = "\uE002";
 const CLOSE = "\uE001";
@@ -21,14 +24,6 @@ export function reasonText(citation) {
 
 function citedPages(citation) {
   return citation.page_end && citation.page_end !== citation.page ? `pp.${citation.page}-${citation.page_end}` : `p.${citation.page}`;
-}
-
-export function pagesLabel(source) {
-  return source.page_start === source.page_end ? `p.${source.page_start}` : `pp.${source.page_start}-${source.page_end}`;
-}
-
-export function pdfUrl(arxivId, page) {
-  return `${ARXIV}/pdf/${arxivId}#page=${page}`;
 }
 
 function escapeHtml(text) {
@@ -163,32 +158,16 @@ export function answerMarkdown({ question, answer, citations, sources, summary }
     const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ");
     const title = paper.source ? `${paper.source.title}. ` : "";
     const state = paper.verified === paper.total ? "verified" : `${paper.verified} of ${paper.total} citations verified`;
-    lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${ARXIV}/abs/${paper.arxiv_id}`);
+    lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${absUrl(paper.arxiv_id)}`);
   }
   lines.push("", `${summary} (checked against the sources by Reading Room).`, "");
   return lines.join("\n");
 }
 
-function bibtexValue(text) {
-  return String(text).replace(/[{}\\]/g, "").replace(/([%&$#_])/g, "\\$1").replace(/\s+/g, " ").trim();
-}
-
+/** A .bib file of the cited papers that are among the sources, keyed by arXiv id (unique in one file). */
 export function citedBibtex({ citations, sources }) {
-  const entries = [];
-  for (const paper of citedPapers(citations, sources)) {
-    const source = paper.source;
-    if (!source) continue; // not among the sources: nothing known about it
-    const fields = [
-      ["title", `{${bibtexValue(source.title)}}`],
-      ["author", (source.authors || []).map(bibtexValue).join(" and ")],
-      ["year", source.year],
-      ["eprint", paper.arxiv_id],
-      ["archivePrefix", "arXiv"],
-      ["primaryClass", (source.categories || [])[0]],
-      ["url", `${ARXIV}/abs/${paper.arxiv_id}`],
-    ].filter(([, value]) => value);
-    const key = `arxiv${paper.arxiv_id.replace(/[^0-9A-Za-z]/g, "")}`;
-    entries.push(`@misc{${key},\n${fields.map(([name, value]) => `  ${name} = {${value}}`).join(",\n")}\n}`);
-  }
+  const entries = citedPapers(citations, sources)
+    .filter((paper) => paper.source) // not among the sources: nothing known about it
+    .map((paper) => bibtex(paper.source, { key: `arxiv${paper.arxiv_id.replace(/[^0-9A-Za-z]/g, "")}` }));
   return entries.join("\n\n") + (entries.length ? "\n" : "");
 }

@@ -1,13 +1,14 @@
 // The corpus table: filter by text, year, category and tag (also from ?q=&year=&cat=&tag=), sort by column.
 
-const table = document.getElementById("corpus-table");
+const table = /** @type {HTMLTableElement} */ (document.getElementById("corpus-table"));
 const body = table.tBodies[0];
 const shown = document.getElementById("corpus-shown");
+/** @type {{[param: string]: HTMLInputElement | HTMLSelectElement}} */
 const controls = {
-  q: document.getElementById("corpus-text"),
-  year: document.getElementById("corpus-year"),
-  cat: document.getElementById("corpus-cat"),
-  tag: document.getElementById("corpus-tag"),
+  q: /** @type {HTMLInputElement} */ (document.getElementById("corpus-text")),
+  year: /** @type {HTMLSelectElement} */ (document.getElementById("corpus-year")),
+  cat: /** @type {HTMLSelectElement} */ (document.getElementById("corpus-cat")),
+  tag: /** @type {HTMLSelectElement} */ (document.getElementById("corpus-tag")),
 };
 
 // Words, not exact text: "retrieval augmented" finds "Retrieval-Augmented", in any order.
@@ -60,7 +61,7 @@ function sortBy(button) {
 const params = new URLSearchParams(location.search);
 for (const [name, control] of Object.entries(controls)) {
   const wanted = params.get(name);
-  if (wanted && (control.tagName !== "SELECT" || [...control.options].some((o) => o.value === wanted))) {
+  if (wanted && (!(control instanceof HTMLSelectElement) || [...control.options].some((o) => o.value === wanted))) {
     control.value = wanted;
   }
   control.addEventListener("input", () => {

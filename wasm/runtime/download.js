@@ -87,8 +87,12 @@ async function gunzipped(body) {
   return isGzip ? replayed.pipeThrough(new DecompressionStream("gzip")) : replayed;
 }
 
-/** The file at `url` as a stream of its own bytes (from `url`.gz when `gzipped`); `count(n)` is told of
- * every chunk that arrives and `done()` when the last has; `signal` (an AbortSignal) cancels it. */
+/**
+ * The file at `url` as a stream of its own bytes (from `url`.gz when `gzipped`); `count(n)` is told of
+ * every chunk that arrives and `done()` when the last has; `signal` cancels it.
+ * @param {string} url
+ * @param {{gzipped?: boolean, count?: (n: number) => void, done?: () => void, signal?: AbortSignal}} [options]
+ */
 export async function download(url, { gzipped = false, count = () => {}, done = () => {}, signal } = {}) {
   const response = await nativeFetch(gzipped ? url + GZIP : url, { signal });
   if (!response.ok) throw new Error(`${url}${gzipped ? GZIP : ""}: HTTP ${response.status}`);
@@ -96,6 +100,7 @@ export async function download(url, { gzipped = false, count = () => {}, done = 
   return { response, body: gzipped ? await gunzipped(body) : body };
 }
 
+/** @param {string} url @param {{gzipped?: boolean, count?: (n: number) => void}} [options] */
 export async function fetchBytes(url, options) {
   const { body } = await download(url, options);
   return new Uint8Array(await new Response(body).arrayBuffer());
@@ -137,7 +142,7 @@ export class Checksums {
     } catch (error) {
       if (!gzipped) throw error;
       console.error(`${path}${GZIP}:`, error);
-      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`);
+      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`, { cause: error });
     }
     return this.verified(path, bytes);
   }

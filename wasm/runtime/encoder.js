@@ -1,17 +1,16 @@
 // The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
 // downloading (and gunzipping and checking) when the search worker says keyword search has its files
 // ("go"), so that on a slow line the two never share the bandwidth, and creates the session when keyword
-// search is up ("session"): on a machine whose cores are busy, creating it while Python boots made
-// keyword search 3-5 s later (bench_browser, 112 papers, load 11-19); after it, the session is created
-// while the search worker reads the vectors.
-//
-// From the page:           {type: "init", config, port}: `port` is the search worker's line
-// To the page:             {type: "progress", source: "encoder", kinds, timeline}
-// From the search worker:  {type: "go"}, {type: "session"}, {type: "embed", id, ids}
-// To the search worker:    {type: "started", checksums_ms} | {type: "failed", error},
-//                          {type: "vector", id, vector} | {type: "vector", id, error}
+// search is up ("session"): on a machine whose cores are busy, creating it while Python boots delays
+// keyword search by seconds; after it, the session is created while the search worker reads the vectors.
+// Its messages (from the page: init; with the search worker: go, session, embed, started, failed,
+// vector) are typed in protocol.js.
 
 import { Checksums, Progress, fetchBytes, loadManifest } from "./download.js";
+
+/** @typedef {import("./protocol.js").ToEncoder} ToEncoder */
+/** @typedef {import("./protocol.js").FromEncoder} FromEncoder */
+/** @typedef {import("./protocol.js").EncoderProgressMessage} EncoderProgressMessage */
 
 const timeline = {}; // step -> epoch ms, as worker.js keeps it
 let config;
@@ -23,9 +22,11 @@ let started = null; // the start-up, begun at the first "go"
 let allowSession;
 const sessionAllowed = new Promise((resolve) => (allowSession = resolve)); // at "session"
 
-const progress = new Progress((kinds) =>
-  self.postMessage({ type: "progress", source: "encoder", kinds, timeline: { ...timeline } }),
-);
+const progress = new Progress((kinds) => {
+  /** @type {EncoderProgressMessage} */
+  const message = { type: "progress", source: "encoder", kinds, timeline: { ...timeline } };
+  self.postMessage(message);
+});
 
 function mark(step) {
   timeline[step] = performance.timeOrigin + performance.now();
@@ -36,7 +37,7 @@ function moduleBytes() {
   return performance
     .getEntriesByType("resource")
     .filter((entry) => entry.name.endsWith(".mjs"))
-    .reduce((sum, entry) => sum + entry.decodedBodySize, 0);
+    .reduce((sum, entry) => sum + /** @type {PerformanceResourceTiming} */ (entry).decodedBodySize, 0);
 }
 
 async function start() {
@@ -67,6 +68,7 @@ async function start() {
   return checksums.ms;
 }
 
+/** @param {Int32Array} ids the query's WordPiece ids @returns {Promise<Float32Array>} */
 async function embed(ids) {
   const shape = [1, ids.length];
   const feeds = {
@@ -81,24 +83,30 @@ function message(error) {
   return String(error && error.message ? error.message : error);
 }
 
+/** @param {FromEncoder} message */
+function reply(message, transfer = []) {
+  port.postMessage(message, transfer);
+}
+
+/** @param {MessageEvent<ToEncoder>} event */
 async function fromSearchWorker({ data }) {
   if (data.type === "session") {
     allowSession();
   } else if (data.type === "go" && !started) {
     started = start();
     try {
-      port.postMessage({ type: "started", checksums_ms: await started });
+      reply({ type: "started", checksums_ms: await started });
     } catch (error) {
       console.error("The query encoder could not start:", error);
       progress.stop();
-      port.postMessage({ type: "failed", error: message(error) });
+      reply({ type: "failed", error: message(error) });
     }
   } else if (data.type === "embed") {
     try {
       const vector = await embed(data.ids);
-      port.postMessage({ type: "vector", id: data.id, vector }, [vector.buffer]);
+      reply({ type: "vector", id: data.id, vector }, [vector.buffer]);
     } catch (error) {
-      port.postMessage({ type: "vector", id: data.id, error: message(error) });
+      reply({ type: "vector", id: data.id, error: message(error) });
     }
   }
 }

@@ -39,6 +39,8 @@ export class ProviderError extends Error {
     this.kind = kind;
     this.status = status;
     this.retryAfter = retryAfter;
+    /** @type {string | undefined} the answer's text when the stream ended early */
+    this.partial = undefined;
   }
 }
 
@@ -220,6 +222,11 @@ export function errorForResponse(status, bodyText, retryAfterHeader, { model, bu
  * Streams one answer: onText(fullTextSoFar) after each piece. Resolves to the full text; rejects with a
  * ProviderError whose kind says what went wrong (the partial text is on `error.partial`).
  */
+/**
+ * @param {{api: string, base_url: string, model: string, key: string}} settings
+ * @param {{system: string, messages: object[]}} prompt
+ * @param {{signal?: AbortSignal, onText?: (text: string) => void, budget?: number | null}} [options]
+ */
 export async function streamAnswer(settings, prompt, { signal, onText = () => {}, budget = null } = {}) {
   const { url, headers, body } = buildRequest(settings, prompt);
   let text = "";
@@ -239,7 +246,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
       referrerPolicy: "no-referrer",
       cache: "no-store",
     });
-  } catch (error) {
+  } catch {
     if (signal?.aborted) throw fail(new ProviderError("aborted", "Stopped before the provider answered."));
     throw fail(new ProviderError("network", `Could not reach ${new URL(url).origin}: the network is down, the base URL is wrong, or the provider does not allow calls from a web page. ${BROWSER_CALLS_HELP}`));
   }

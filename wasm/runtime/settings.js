@@ -36,119 +36,127 @@ export function clampBudget(value) {
   return Math.min(MAX_BUDGET, Math.max(MIN_BUDGET, number));
 }
 
-export function createSettings(base) {
-  const names = storageNames(base);
-  const $ = (id) => document.getElementById(id);
-  const fields = {
-    provider: $("llm-provider"),
-    base_url: $("llm-base-url"),
-    model: $("llm-model"),
-    key: $("llm-key"),
-    budget: $("llm-budget"),
-  };
-  const remember = [...document.querySelectorAll('input[name="llm-remember"]')];
-  const warning = $("llm-remember-warning");
-  const note = $("llm-settings-note");
-  let key = "";
-
-  for (const [name, preset] of Object.entries(PRESETS)) {
-    const option = document.createElement("option");
-    option.value = name;
-    option.textContent = preset.label;
-    fields.provider.append(option);
-  }
-
-  function rememberWhere() {
-    return (remember.find((radio) => radio.checked) || remember[0]).value; // memory | session | local
-  }
-
-  function storeKey() {
-    const where = rememberWhere();
-    writeStorage(sessionStorage, names.key, where === "session" && key ? key : null);
-    writeStorage(localStorage, names.key, where === "local" && key ? key : null);
-  }
-
-  function saveSettings() {
-    const saved = {
-      provider: fields.provider.value,
-      base_url: fields.base_url.value.trim(),
-      model: fields.model.value.trim(),
-      budget: clampBudget(fields.budget.value),
-      remember: rememberWhere(),
+/** The panel's fields, restored from storage and saved on every change. */
+export class LlmSettings {
+  /** @param {string} base the site's base URL, which names its storage entries */
+  constructor(base) {
+    this.names = storageNames(base);
+    /** @type {(id: string) => HTMLInputElement} the panel's fields (the provider is a select, alike here) */
+    const $ = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
+    this.fields = {
+      provider: $("llm-provider"),
+      base_url: $("llm-base-url"),
+      model: $("llm-model"),
+      key: $("llm-key"),
+      budget: $("llm-budget"),
     };
-    writeStorage(localStorage, names.settings, JSON.stringify(saved));
+    this.remember = [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="llm-remember"]'))];
+    this.warning = $("llm-remember-warning");
+    this.note = $("llm-settings-note");
+    this.key = "";
+    for (const [name, preset] of Object.entries(PRESETS)) {
+      const option = document.createElement("option");
+      option.value = name;
+      option.textContent = preset.label;
+      this.fields.provider.append(option);
+    }
+    this.restore();
+    this.bind();
   }
 
-  function showWarning() {
-    warning.hidden = rememberWhere() === "memory";
+  rememberWhere() {
+    return (this.remember.find((radio) => radio.checked) || this.remember[0]).value; // memory | session | local
   }
 
-  function applyPreset(name) {
+  storeKey() {
+    const where = this.rememberWhere();
+    writeStorage(sessionStorage, this.names.key, where === "session" && this.key ? this.key : null);
+    writeStorage(localStorage, this.names.key, where === "local" && this.key ? this.key : null);
+  }
+
+  save() {
+    const { provider, base_url, model, budget } = this.fields;
+    const saved = {
+      provider: provider.value,
+      base_url: base_url.value.trim(),
+      model: model.value.trim(),
+      budget: clampBudget(budget.value),
+      remember: this.rememberWhere(),
+    };
+    writeStorage(localStorage, this.names.settings, JSON.stringify(saved));
+  }
+
+  showWarning() {
+    this.warning.hidden = this.rememberWhere() === "memory";
+  }
+
+  applyPreset(name) {
     const preset = resolvePreset(name);
-    fields.base_url.value = preset.base_url;
-    fields.model.value = preset.model;
+    this.fields.base_url.value = preset.base_url;
+    this.fields.model.value = preset.model;
   }
 
-  // Restore: settings without the key always; the key only from where the visitor chose to keep it.
-  const saved = JSON.parse(readStorage(localStorage, names.settings) || "null");
-  if (saved && PRESETS[saved.provider]) {
-    fields.provider.value = saved.provider;
-    fields.base_url.value = saved.base_url || PRESETS[saved.provider].base_url;
-    fields.model.value = saved.model ?? PRESETS[saved.provider].model;
-    fields.budget.value = String(clampBudget(saved.budget));
-    for (const radio of remember) radio.checked = radio.value === (saved.remember || "memory");
-  } else {
-    fields.provider.value = "openai";
-    applyPreset("openai");
-    fields.budget.value = String(DEFAULT_BUDGET);
+  // Settings without the key always; the key only from where the visitor chose to keep it.
+  restore() {
+    const fields = this.fields;
+    const saved = JSON.parse(readStorage(localStorage, this.names.settings) || "null");
+    if (saved && PRESETS[saved.provider]) {
+      fields.provider.value = saved.provider;
+      fields.base_url.value = saved.base_url || PRESETS[saved.provider].base_url;
+      fields.model.value = saved.model ?? PRESETS[saved.provider].model;
+      fields.budget.value = String(clampBudget(saved.budget));
+      for (const radio of this.remember) radio.checked = radio.value === (saved.remember || "memory");
+    } else {
+      fields.provider.value = "openai";
+      this.applyPreset("openai");
+      fields.budget.value = String(DEFAULT_BUDGET);
+    }
+    this.key = readStorage(sessionStorage, this.names.key) || readStorage(localStorage, this.names.key) || "";
+    fields.key.value = this.key;
+    this.showWarning();
   }
-  key = readStorage(sessionStorage, names.key) || readStorage(localStorage, names.key) || "";
-  fields.key.value = key;
-  showWarning();
 
-  fields.provider.addEventListener("change", () => {
-    applyPreset(fields.provider.value);
-    saveSettings();
-  });
-  for (const name of ["base_url", "model", "budget"]) fields[name].addEventListener("change", saveSettings);
-  fields.key.addEventListener("input", () => {
-    key = fields.key.value.trim();
-    storeKey();
-  });
-  for (const radio of remember) {
-    radio.addEventListener("change", () => {
-      showWarning();
-      storeKey();
-      saveSettings();
+  bind() {
+    const fields = this.fields;
+    fields.provider.addEventListener("change", () => {
+      this.applyPreset(fields.provider.value);
+      this.save();
+    });
+    for (const name of ["base_url", "model", "budget"]) fields[name].addEventListener("change", () => this.save());
+    fields.key.addEventListener("input", () => {
+      this.key = fields.key.value.trim();
+      this.storeKey();
+    });
+    for (const radio of this.remember) {
+      radio.addEventListener("change", () => {
+        this.showWarning();
+        this.storeKey();
+        this.save();
+      });
+    }
+    document.getElementById("llm-forget-key").addEventListener("click", () => {
+      this.key = "";
+      fields.key.value = "";
+      writeStorage(sessionStorage, this.names.key, null);
+      writeStorage(localStorage, this.names.key, null);
+      this.note.textContent = "Key forgotten: removed from this page and from the browser's storage.";
     });
   }
-  $("llm-forget-key").addEventListener("click", () => {
-    key = "";
-    fields.key.value = "";
-    writeStorage(sessionStorage, names.key, null);
-    writeStorage(localStorage, names.key, null);
-    note.textContent = "Key forgotten: removed from this page and from the browser's storage.";
-  });
 
-  return {
-    /** The settings as readingRoom.ask takes them, with the API the preset speaks. */
-    current() {
-      const provider = fields.provider.value;
-      return {
-        provider,
-        api: resolvePreset(provider).api,
-        base_url: fields.base_url.value.trim(),
-        model: fields.model.value.trim(),
-        key,
-        budget: clampBudget(fields.budget.value),
-      };
-    },
-    hasKeyOrLocal() {
-      return Boolean(key) || Boolean(resolvePreset(fields.provider.value).local);
-    },
-    open() {
-      $("llm-settings").open = true;
-      fields.key.focus();
-    },
-  };
+  /** The settings as readingRoom.ask takes them, with the API the preset speaks. */
+  current() {
+    const { provider, base_url, model, budget } = this.fields;
+    return {
+      provider: provider.value,
+      api: resolvePreset(provider.value).api,
+      base_url: base_url.value.trim(),
+      model: model.value.trim(),
+      key: this.key,
+      budget: clampBudget(budget.value),
+    };
+  }
+
+  hasKeyOrLocal() {
+    return Boolean(this.key) || Boolean(resolvePreset(this.fields.provider.value).local);
+  }
 }

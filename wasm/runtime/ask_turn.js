@@ -1,0 +1,218 @@
+// One turn of Ask mode on screen: the question, its source cards (with verified quotes marked), the
+// answer as it streams and once checked, its error line, and what a turn gives readingRoom.ask.
+// Untrusted text reaches the DOM only through textContent or the Markdown renderer in answer.js.
+
+import { renderPlain, renderVerified, summaryLine } from "./answer.js";
+import { pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
+import { element, link } from "./dom.js";
+
+/** @typedef {import("./protocol.js").Source} Source */
+/** @typedef {import("./protocol.js").Citation} Citation */
+
+const DRAW_INTERVAL_MS = 80; // redraw the streaming answer at most this often
+
+/** @param {Array<[number, number]>} ranges the quotes' [start, end) runs in a passage @returns overlaps merged */
+function mergedRanges(ranges) {
+  const merged = [];
+  for (const range of [...ranges].sort((a, b) => a[0] - b[0])) {
+    const last = merged[merged.length - 1];
+    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
+    else merged.push([...range]);
+  }
+  return merged;
+}
+
+export class Turn {
+  /**
+   * @param {number} number
+   * @param {string} question
+   * @param {(turn: Turn) => HTMLFormElement} makeCheckForm the "Check an answer" form of this turn
+   */
+  constructor(number, question, makeCheckForm) {
+    this.id = `turn-${number}`;
+    this.question = question;
+    /** @type {Source[]} */
+    this.sources = [];
+    this.pages = null; // the cited pages' full text, which verification reads
+    /** @type {{text: string, system: string, messages: object[]} | null} */
+    this.prompt = null;
+    this.answer = "";
+    /** @type {Citation[]} */
+    this.citations = [];
+    this.uncited = [];
+    this.summaryText = "";
+    this.verified = false;
+    /** @type {{kind: string, message: string, retryAfter?: number | null} | null} */
+    this.error = null;
+    this.timings = {};
+    this.drawTimer = null;
+    this.article = element("article", "turn");
+    this.article.id = this.id;
+    this.article.setAttribute("aria-labelledby", `${this.id}-q`);
+    this.setState("finding");
+    const heading = element("h3", "turn-question", question);
+    heading.id = `${this.id}-q`;
+    this.check = makeCheckForm(this);
+    this.article.append(heading, this.drawSourcesBox(), this.drawAnswerBox());
+  }
+
+  /** finding, answering, ready, done, checked, failed or no-key (for tests and styles) */
+  setState(state) {
+    this.article.dataset.state = state;
+  }
+
+  drawSourcesBox() {
+    const sources = element("section", "sources");
+    sources.setAttribute("aria-label", "Sources");
+    this.sourcesStatus = element("p", "turn-status", "Finding sources…");
+    this.sourcesStatus.setAttribute("role", "status");
+    this.sourceList = element("ol", "source-list");
+    sources.append(element("h4", null, "Sources"), this.sourcesStatus, this.sourceList);
+    return sources;
+  }
+
+  drawAnswerBox() {
+    const answer = element("section", "answer");
+    answer.setAttribute("aria-label", "Answer");
+    this.body = element("div", "answer-body");
+    this.summary = element("p", "citation-summary");
+    this.summary.setAttribute("role", "status");
+    this.errorLine = element("p", "answer-error");
+    this.errorLine.setAttribute("role", "alert");
+    this.errorLine.hidden = true;
+    this.tools = element("p", "answer-tools");
+    answer.append(element("h4", null, "Answer"), this.body, this.summary, this.errorLine, this.tools, this.check);
+    return answer;
+  }
+
+  /** @param {string} base the site's base URL, for its paper pages */
+  drawSources(base) {
+    this.sourceList.replaceChildren(
+      ...this.sources.map((source, n) => {
+        const card = element("li", "source-card");
+        card.id = `${this.id}-s${n + 1}`;
+        card.tabIndex = -1;
+        card.dataset.arxivId = source.arxiv_id;
+        card.dataset.page = String(source.page_start);
+        card.dataset.chunkId = source.chunk_id;
+        const head = element("p", "source-head");
+        head.append(element("span", "source-n", `[${n + 1}] `), link(paperPageUrl(base, source.arxiv_id), source.title));
+        const where = element("p", "where");
+        where.append(`arXiv:${source.arxiv_id} · `, link(pdfUrl(source.arxiv_id, source.page_start), pagesLabel(source), "pdf-link"));
+        if (source.section) where.append(" · ", element("span", "section", source.section));
+        card.append(head, where, element("p", "source-text", source.text));
+        return card;
+      }),
+    );
+    const papers = new Set(this.sources.map((s) => s.arxiv_id)).size;
+    this.sourcesStatus.textContent = this.sources.length
+      ? `${this.sources.length} passages from ${papers} papers, found in your browser.`
+      : "No passages match this question; the model would have nothing to cite. Try other words.";
+  }
+
+  /** The index of the card a citation was checked against (the verifier's 1-based source), or -1. */
+  static sourceIndexOf(citation) {
+    return citation.source ? citation.source - 1 : -1;
+  }
+
+  // Each verified quote marked in its card, at the verifier's offsets (code points of the card's text).
+  highlightQuotes() {
+    this.sources.forEach((source, n) => {
+      const cited = this.citations.filter((c) => c.verified && Turn.sourceIndexOf(c) === n);
+      const chars = [...source.text];
+      let at = 0;
+      const runs = [];
+      for (const [start, end] of mergedRanges(cited.filter((c) => c.highlight).map((c) => c.highlight))) {
+        runs.push(chars.slice(at, start).join(""), element("mark", "quote", chars.slice(start, end).join("")));
+        at = end;
+      }
+      runs.push(chars.slice(at).join(""));
+      const card = this.sourceList.children[n];
+      card.querySelector(".source-text").replaceChildren(...runs);
+      card.classList.toggle("cited", cited.length > 0);
+    });
+  }
+
+  /** The answer so far, redrawn at most every DRAW_INTERVAL_MS while it streams. */
+  drawStreaming() {
+    if (this.drawTimer) return;
+    this.drawTimer = setTimeout(() => {
+      this.drawTimer = null;
+      if (!this.verified) this.body.innerHTML = renderPlain(this.answer);
+    }, DRAW_INTERVAL_MS);
+  }
+
+  /** The checked answer: each citation drawn from its finding and linked to its card. */
+  drawVerified() {
+    clearTimeout(this.drawTimer);
+    this.drawTimer = null;
+    this.verified = true;
+    const sourceId = (citation) => {
+      const index = Turn.sourceIndexOf(citation);
+      return index >= 0 ? `${this.id}-s${index + 1}` : null;
+    };
+    this.body.innerHTML = renderVerified(this.answer, this.citations, this.uncited, sourceId);
+    const summary = this.citations.length ? this.summaryText : summaryLine(this.citations);
+    this.summary.textContent = this.answer.trim() ? summary : "";
+    this.highlightQuotes();
+  }
+
+  showError(error) {
+    this.error = error;
+    this.errorLine.hidden = !error;
+    this.errorLine.className = `answer-error ${error ? error.kind : ""}`;
+    this.errorLine.textContent = error ? error.message : "";
+  }
+
+  /** Copy the prompt; a refused clipboard shows it below the tools to copy by hand. @param {HTMLElement} target */
+  async copyPrompt(target) {
+    try {
+      await navigator.clipboard.writeText(this.prompt.text);
+      target.textContent = "Prompt copied";
+    } catch {
+      const box = element("textarea", "prompt-text");
+      box.readOnly = true;
+      box.value = this.prompt.text;
+      box.setAttribute("aria-label", "The prompt with its sources");
+      this.tools.after(box);
+      box.select();
+      target.textContent = "Prompt shown below";
+    }
+    setTimeout(() => (target.textContent = "Copy prompt"), 2500);
+  }
+
+  openCheck() {
+    this.check.hidden = false;
+    this.check.querySelector("textarea").focus();
+  }
+
+  /** What readingRoom.ask resolves to, and what the exports are made from. */
+  result() {
+    return {
+      question: this.question,
+      answer: this.answer,
+      citations: this.citations.map(({ arxiv_id, page, quote, verified, reason }) => ({ arxiv_id, page, quote, verified, reason })),
+      sources: this.sources.map(({ arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories }) => ({
+        arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories,
+      })),
+    };
+  }
+}
+
+/** A button that stays disabled for `seconds`, counting down on its label. @param {HTMLButtonElement} node */
+export function countdownButton(node, seconds) {
+  const label = node.textContent;
+  node.disabled = true;
+  let left = seconds;
+  const tick = () => {
+    if (left <= 0) {
+      node.disabled = false;
+      node.textContent = label;
+      return;
+    }
+    node.textContent = `${label} (in ${left} s)`;
+    left -= 1;
+    setTimeout(tick, 1000);
+  };
+  tick();
+}

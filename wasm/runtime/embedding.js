@@ -1,0 +1,125 @@
+// The search worker's side of the query encoder (encoder.js, a worker of its own reached through a port)
+// and of the HNSW search's dot products, computed here on typed arrays for the core.
+
+/** @typedef {import("./protocol.js").FromEncoder} FromEncoder */
+/** @typedef {import("./protocol.js").ToEncoder} ToEncoder */
+/** @typedef {import("./protocol.js").PyProxy} PyProxy */
+
+// The latest query vectors, by the token ids the encoder read: a query searched again (submitted after
+// the search-as-you-type, "More results", another filter or mode, Ask on the same text) skips the encoder,
+// which takes most of a hybrid query's time. Same ids, same vector, so results are unchanged.
+const VECTOR_CACHE_SIZE = 64;
+
+export class Encoder {
+  /** @param {MessagePort} port */
+  constructor(port) {
+    this.port = port;
+    /** @type {Map<number, {resolve: (vector: Float32Array) => void, reject: (error: Error) => void}>} */
+    this.embeddings = new Map();
+    this.nextId = 1;
+    /** @type {Map<string, Float32Array>} ids joined by "," -> vector; in order of use, the oldest first */
+    this.vectors = new Map();
+    /** @type {(report: {checksums_ms: number}) => void} */
+    let started;
+    /** @type {(error: Error) => void} */
+    let failed;
+    /** @type {Promise<{checksums_ms: number}>} the encoder's start-up report, or why it failed */
+    this.started = new Promise((resolve, reject) => ((started = resolve), (failed = reject)));
+    this.started.catch(() => {}); // awaited once the vectors are in
+    this.failStart = failed;
+    port.onmessage = ({ data }) => {
+      const message = /** @type {FromEncoder} */ (data);
+      if (message.type === "started") started(message);
+      else if (message.type === "failed") this.failed(new Error(message.error));
+      else if (message.type === "vector") this.settle(message);
+    };
+  }
+
+  /** @param {ToEncoder} message */
+  post(message) {
+    this.port.postMessage(message);
+  }
+
+  /** @param {import("./protocol.js").VectorMessage} message */
+  settle(message) {
+    const { resolve, reject } = this.embeddings.get(message.id);
+    this.embeddings.delete(message.id);
+    if ("error" in message) reject(new Error(message.error));
+    else resolve(message.vector);
+  }
+
+  /** The encoder's worker is gone: its start and every embedding under way fail with `error`. */
+  failed(error) {
+    this.failStart(error);
+    for (const { reject } of this.embeddings.values()) reject(error);
+    this.embeddings.clear();
+  }
+
+  /**
+   * The vector of a query's token ids (undefined when the query has no words for the encoder), and whether
+   * it came from the cache.
+   * @param {Int32Array} ids
+   * @returns {Promise<{vector: Float32Array | undefined, cached: boolean}>}
+   */
+  async embed(ids) {
+    if (!ids.length) return { vector: undefined, cached: false };
+    const key = ids.join(",");
+    let vector = this.vectors.get(key);
+    const cached = vector !== undefined;
+    if (cached) {
+      this.vectors.delete(key); // re-inserted below: the most recently used
+    } else {
+      const id = this.nextId++;
+      const embedding = new Promise((resolve, reject) => this.embeddings.set(id, { resolve, reject }));
+      this.post({ type: "embed", id, ids });
+      vector = await embedding;
+      if (this.vectors.size >= VECTOR_CACHE_SIZE) this.vectors.delete(this.vectors.keys().next().value);
+    }
+    this.vectors.set(key, vector);
+    return { vector, cached };
+  }
+}
+
+/**
+ * The HNSW search's integer dot products on typed arrays (readingroom_core/browser.py use_row_products):
+ * exact, so the core ranks as it would alone, an order of magnitude faster than Pyodide's math.sumprod.
+ * The query and the row slots arrive as Python array('i') buffers, the products leave as an Int32Array
+ * (they fit: |query| <= 32767, |row| <= 127, 384 dimensions).
+ * @param {PyProxy} rowsProxy the int8 rows, as Python bytes
+ * @returns {(query: PyProxy) => (slots: PyProxy) => Int32Array}
+ */
+export function rowProducts(rowsProxy) {
+  const bytes = rowsProxy.toJs();
+  rowsProxy.destroy();
+  const rows = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  return (queryProxy) => {
+    const query = int32Copy(queryProxy); // kept for every call of this search
+    const dims = query.length;
+    return (slotsProxy) => {
+      const buffer = slotsProxy.getBuffer();
+      try {
+        const slots = buffer.data;
+        const products = new Int32Array(slots.length);
+        for (let j = 0; j < slots.length; j++) {
+          const at = slots[j] * dims;
+          let sum = 0;
+          for (let i = 0; i < dims; i++) sum += query[i] * rows[at + i];
+          products[j] = sum;
+        }
+        return products;
+      } finally {
+        buffer.release();
+      }
+    };
+  };
+}
+
+/** @param {PyProxy} proxy a Python array('i') @returns {Int32Array} */
+function int32Copy(proxy) {
+  const buffer = proxy.getBuffer();
+  try {
+    return buffer.data.slice();
+  } finally {
+    buffer.release();
+  }
+}

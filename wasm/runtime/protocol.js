@@ -1,0 +1,235 @@
+// The shapes that cross between the page, the search worker (worker.js), the encoder worker (encoder.js)
+// and Python (readingroom_core/browser.py), and what window.readingRoom gives tests and benchmarks.
+// Types only: every module names them in JSDoc, and `npm run lint --prefix wasm` (tsc --checkJs) holds
+// the senders and receivers to them. Nothing here runs, so the build does not ship it.
+
+// --- what the page knows --------------------------------------------------------------------------------
+
+/**
+ * The search page's settings, written by the build into <script id="app-config"> (builder/stages/render.py
+ * SitePages.app_config): every URL is under the site's base_url.
+ * @typedef {object} AppConfig
+ * @property {string} base
+ * @property {string} manifest
+ * @property {string} worker
+ * @property {string} encoder
+ * @property {string} wheel
+ * @property {string} python_snapshot
+ * @property {string} pyodide folder of Pyodide's files, ending in "/"
+ * @property {string} ort
+ * @property {{mjs: string, wasm: string}} ort_wasm
+ * @property {string[]} gzipped runtime URLs that have a `.gz` copy beside them
+ */
+
+/** @typedef {{year_min: number | null, year_max: number | null, categories: string[], tags: string[]}} Filters */
+/** @typedef {"hybrid" | "bm25" | "dense"} Mode */
+
+/**
+ * A search request as the page sends it and Site.prepare parses it (once).
+ * @typedef {object} SearchRequest
+ * @property {string} query
+ * @property {number} k
+ * @property {Mode} mode
+ * @property {Partial<Filters>} filters the facets the core leaves unset where they are missing
+ */
+
+/**
+ * One result (readingroom_core.browser.hit_json): `segments` are the snippet's [text, marked] runs, ready to draw.
+ * @typedef {object} Hit
+ * @property {number} doc_id
+ * @property {string} chunk_id
+ * @property {string} arxiv_id
+ * @property {string} title
+ * @property {string[]} authors
+ * @property {number | null} year
+ * @property {number} page_start
+ * @property {number} page_end
+ * @property {string} section
+ * @property {number} score
+ * @property {{bm25: number | null, dense: number | null}} ranks
+ * @property {string} snippet
+ * @property {Array<[string, boolean]>} segments
+ */
+
+/**
+ * What the worker measured of one search: the embedding's wait, the core's time after it, the work done
+ * while the encoder ran, and whether the vector came from the worker's cache.
+ * @typedef {object} SearchTimings
+ * @property {number} embed_ms
+ * @property {number} search_ms
+ * @property {number} ahead_ms
+ * @property {number} texts_ahead
+ * @property {boolean} [vector_cached]
+ */
+
+/**
+ * @typedef {object} SearchReply
+ * @property {Hit[]} hits
+ * @property {boolean} weak no passage matches the query's words and none is close in meaning
+ * @property {string | null} suggestion the query respelled with the corpus's own words
+ * @property {boolean} semantic whether the dense side took part
+ * @property {SearchTimings} timings
+ */
+
+/**
+ * A source card of Ask mode (readingroom_core.answers), with its paper's metadata for the exports.
+ * @typedef {object} Source
+ * @property {number} n
+ * @property {string} arxiv_id
+ * @property {string} chunk_id
+ * @property {string} title
+ * @property {number} page_start
+ * @property {number} page_end
+ * @property {string} section
+ * @property {string} text
+ * @property {string[]} authors
+ * @property {number | null} year
+ * @property {string[]} categories
+ */
+
+/**
+ * @typedef {object} EvidenceReply
+ * @property {Source[]} sources
+ * @property {object} pages the cited pages' text, which verification reads
+ * @property {{system: string, messages: object[], text: string}} prompt
+ */
+
+/**
+ * One checked citation (readingroom_core.citations): offsets are code points into the answer.
+ * @typedef {object} Citation
+ * @property {string} arxiv_id
+ * @property {number} page
+ * @property {number} [page_end]
+ * @property {number} [found_page]
+ * @property {string} quote
+ * @property {boolean} verified
+ * @property {string} [reason]
+ * @property {string} [status]
+ * @property {number} [source] 1-based number of the source card it was checked against
+ * @property {[number, number]} [highlight] the quote's code-point range in that card's text
+ * @property {number} start
+ * @property {number} end
+ */
+
+/** @typedef {{citations: Citation[], uncited: Array<{start: number, end: number}>, summary: string}} VerifyReply */
+
+// --- page -> search worker --------------------------------------------------------------------------------
+
+/**
+ * @typedef {{type: "init", config: AppConfig, port: MessagePort}} InitMessage
+ * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
+ * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
+ * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number}} EvidenceMessage
+ * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: object}}} VerifyMessage
+ * @typedef {SearchMessage | EvidenceMessage | VerifyMessage} WorkerRequest answered by one ResultMessage of the same id
+ * @typedef {InitMessage | EncoderFailedMessage | WorkerRequest} ToSearchWorker
+ * @typedef {{search: SearchMessage, evidence: EvidenceMessage, verify: VerifyMessage}} RequestsByType
+ * @typedef {{search: SearchReply, evidence: EvidenceReply, verify: VerifyReply}} RepliesByType
+ */
+
+// --- search worker -> page ------------------------------------------------------------------------------
+
+/**
+ * Start-up byte counts by kind of file ("data", "pyodide", "model", ...), from either worker.
+ * @typedef {{[kind: string]: number}} ByteCounts
+ * @typedef {{[step: string]: number}} Timeline start-up step -> epoch ms when it finished
+ * @typedef {{type: "progress", source: "search", stage: string, kinds: ByteCounts, timeline: Timeline, python_start: "snapshot" | "boot" | null}} SearchProgressMessage
+ * @typedef {{type: "ready", which: "keyword"}} KeywordReadyMessage
+ * @typedef {{type: "ready", which: "semantic", checksums_ms: number, row_products: boolean}} SemanticReadyMessage
+ * @typedef {{type: "semantic_failed", error: string}} SemanticFailedMessage semantic search is off for good; keyword search goes on
+ * @typedef {{type: "failed", stage: string, error: string}} FailedMessage search could not start
+ * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply} | {type: "result", id: number, error: string}} ResultMessage
+ * @typedef {SearchProgressMessage | KeywordReadyMessage | SemanticReadyMessage | SemanticFailedMessage | FailedMessage | ResultMessage} FromSearchWorker
+ */
+
+// --- encoder worker <-> page and search worker ------------------------------------------------------------
+
+/**
+ * @typedef {{type: "progress", source: "encoder", kinds: ByteCounts, timeline: Timeline}} EncoderProgressMessage
+ * @typedef {{type: "go"}} EncoderGoMessage keyword search has its files: start downloading
+ * @typedef {{type: "session"}} EncoderSessionMessage keyword search is up: create the session
+ * @typedef {{type: "embed", id: number, ids: Int32Array}} EmbedMessage the query's WordPiece ids
+ * @typedef {EncoderGoMessage | EncoderSessionMessage | EmbedMessage} ToEncoder
+ * @typedef {{type: "started", checksums_ms: number}} EncoderStartedMessage
+ * @typedef {{type: "failed", error: string}} EncoderFailedToStartMessage
+ * @typedef {{type: "vector", id: number, vector: Float32Array} | {type: "vector", id: number, error: string}} VectorMessage
+ * @typedef {EncoderStartedMessage | EncoderFailedToStartMessage | VectorMessage} FromEncoder
+ */
+
+// --- the Python boundary (readingroom_core.browser, through Pyodide) ----------------------------------------
+
+/**
+ * What Site.prepare answers: the id to finish the search with and the papers to read ahead, or why not.
+ * @typedef {{search: number, read_ahead: number[]} | {error: string}} Prepared
+ */
+
+/**
+ * A Python object seen from JavaScript: its bytes or list as a typed array, then let go.
+ * @typedef {object} PyProxy
+ * @property {() => any} toJs
+ * @property {() => void} destroy
+ * @property {() => {data: Int32Array, release: () => void}} getBuffer
+ */
+
+/**
+ * The opened site (readingroom_core.browser.Site). Strings are JSON; vectors and products typed arrays.
+ * @typedef {object} Site
+ * @property {(requestJson: string) => string} prepare JSON of a Prepared
+ * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a reply or {error}; no
+ *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
+ * @property {(searchId: number) => void} discard
+ * @property {(paperIndex: number) => void} read_paper_text
+ * @property {() => void} load_semantic
+ * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
+ * @property {() => PyProxy} vector_rows the int8 rows as Python bytes
+ * @property {(bind: (query: PyProxy) => (slots: PyProxy) => Int32Array) => void} use_row_products
+ * @property {(requestJson: string) => string} ask_retrieval_query
+ * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence
+ * @property {(requestJson: string) => string} verify_answer
+ */
+
+/**
+ * The module readingroom_core.browser.
+ * @typedef {object} Core
+ * @property {(read: (path: string) => Uint8Array, manifestText: string) => Site} open_site
+ * @property {(data: Uint8Array) => Uint8Array} gunzipped
+ * @property {(data: Uint8Array) => string} sha256_hex
+ */
+
+// --- window.readingRoom ---------------------------------------------------------------------------------------
+
+/**
+ * What the page knows of its loading and its latest search (readingRoom.status(), a copy).
+ * @typedef {object} Status
+ * @property {boolean} keyword keyword search is ready
+ * @property {boolean} semantic semantic search is ready
+ * @property {string | null} semantic_error why semantic search is off (keyword search goes on)
+ * @property {string | null} loading the start-up stage, null once it has ended
+ * @property {number} bytes start-up bytes of both workers, all kinds
+ * @property {ByteCounts} kinds
+ * @property {string | null} error why search could not start
+ * @property {SearchTimings | null} last_search
+ * @property {Timeline} timeline start-up step -> ms since navigation
+ * @property {"snapshot" | "boot" | null} python_start
+ * @property {number} [checksums_ms] time spent checking the start-up files' sha256
+ * @property {boolean} [row_products] the HNSW search's dot products come from typed arrays
+ * @property {object | null} last_ask {sources_ms, first_text_ms, answer_ms, verify_ms} of the latest question
+ */
+
+/**
+ * @typedef {object} SearchOptions
+ * @property {number} [k]
+ * @property {Mode} [mode]
+ * @property {Partial<Filters>} [filters]
+ */
+
+/**
+ * @typedef {object} ReadingRoom
+ * @property {Promise<void>} ready keyword search is up
+ * @property {Promise<void>} semanticReady semantic search is up (rejects when it cannot be)
+ * @property {(query: string, options?: SearchOptions) => Promise<Hit[]>} search
+ * @property {(question: string, options?: object) => Promise<object>} ask Ask mode's turn, resolved with its data
+ * @property {() => Status} status
+ */
+
+export {};

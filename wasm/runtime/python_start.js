@@ -1,0 +1,112 @@
+// Python in the search worker: Pyodide's own downloads (gunzipped and counted here), and the interpreter
+// with the search core, restored from the build's memory snapshot or else booted from the core's wheel.
+//
+// Booting Python and importing the core takes seconds of a first visit on a busy machine; the build ships
+// a memory snapshot of that interpreter, made by Node from the same Pyodide and core wheel
+// (wasm/node/python_snapshot.mjs), and restoring it takes a fraction of that. Its hashed name changes
+// with the wheel or Pyodide; Pyodide itself refuses a snapshot of another build. Anything wrong with it
+// (missing, damaged, refused) means booting Python from the wheel, as a site without one would.
+// The core's modules are in the restored memory but not on its disk; importing the browser boundary
+// imports them all (readingroom_core/browser.py), so the restored interpreter lacks none.
+
+import { download, fetchBytes } from "./download.js";
+
+/** @typedef {import("./protocol.js").Core} Core */
+/** @typedef {import("./download.js").Progress} Progress */
+
+const CORE_BOUNDARY = "readingroom_core.browser";
+// The snapshot is megabytes more to download, which a slow line takes longer to bring than Python takes
+// to boot (scripts/bench_browser.py measures both). So it gets SNAPSHOT_CHECK_MS from its first byte; if
+// its pace by then says the rest would take more than SNAPSHOT_BUDGET_MS, it is cancelled and Python boots.
+const SNAPSHOT_CHECK_MS = 150;
+const SNAPSHOT_BUDGET_MS = 1000;
+const SNAPSHOT_TOO_SLOW = new Error("the line is too slow for the Python snapshot to pay");
+const nativeFetch = self.fetch.bind(self);
+
+/**
+ * Pyodide fetches its own files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json): while it
+ * starts, `fetchForPython` (the worker's fetch meanwhile) hands it their .gz copies decompressed and
+ * counts the bytes as they come. Each is downloaded once: a second start (booting after the snapshot was
+ * cancelled or refused) gets a copy of the same download. `fetched` resolves when the files keyword
+ * search waits for are all in.
+ * @param {string} pyodideRoot
+ * @param {Set<string>} gzipped URLs with a .gz copy
+ * @param {(n: number) => void} count
+ */
+export function pythonFiles(pyodideRoot, gzipped, count) {
+  const waited = ["pyodide.asm.wasm", "python_stdlib.zip"];
+  const arrived = new Map(waited.map((name) => [name, Promise.withResolvers()]));
+  const downloads = new Map(); // url -> a promise of its Response, never read itself: each start gets a clone
+  async function downloadForPython(url, name) {
+    const done = () => arrived.get(name)?.resolve();
+    const { response, body } = await download(url, { gzipped: gzipped.has(url), count, done });
+    const type = name.endsWith(".wasm") ? "application/wasm" : response.headers.get("Content-Type");
+    return new Response(body, { headers: { "Content-Type": type || "application/octet-stream" } });
+  }
+  /** @param {RequestInfo | URL} resource @param {RequestInit} [init] */
+  async function fetchForPython(resource, init) {
+    const url = new URL(resource instanceof Request ? resource.url : resource, self.location.href).href;
+    if (!url.startsWith(pyodideRoot)) return nativeFetch(resource, init);
+    if (!downloads.has(url)) downloads.set(url, downloadForPython(url, url.slice(pyodideRoot.length)));
+    return (await downloads.get(url)).clone();
+  }
+  const fetched = Promise.all([...arrived.values()].map((deferred) => deferred.promise));
+  return { fetchForPython, fetched, forget: () => downloads.clear() };
+}
+
+/**
+ * A promise of the snapshot's bytes; it rejects with SNAPSHOT_TOO_SLOW when the download was cancelled.
+ * @param {string} url
+ * @param {boolean} gzipped
+ * @param {(n: number) => void} count
+ */
+export function fetchSnapshot(url, gzipped, count) {
+  const cancel = new AbortController();
+  let received = 0;
+  const counted = (n) => ((received += n), count(n));
+  const fetched = download(url, { gzipped, count: counted, signal: cancel.signal });
+  fetched.then(async ({ response }) => {
+    const size = Number(response.headers.get("Content-Length")) || 0;
+    await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_CHECK_MS));
+    if ((SNAPSHOT_CHECK_MS * size) / Math.max(received, 1) > SNAPSHOT_BUDGET_MS) cancel.abort(SNAPSHOT_TOO_SLOW);
+  }, () => {});
+  return fetched.then(async ({ body }) => new Uint8Array(await new Response(body).arrayBuffer()));
+}
+
+/**
+ * The core's browser module, from the snapshot or else from a booted Python, and how Python started.
+ * @param {object} options
+ * @param {Promise<Uint8Array>} options.snapshot
+ * @param {string} options.pyodideRoot
+ * @param {string} options.wheel the core wheel's URL
+ * @param {(n: number) => void} options.countWheel
+ * @param {(step: string) => void} options.mark
+ * @returns {Promise<{core: Core, pythonStart: "snapshot" | "boot"}>}
+ */
+export async function startPython({ snapshot, pyodideRoot, wheel, countWheel, mark }) {
+  const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
+  mark("pyodide_imported");
+  try {
+    const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
+    mark("python_started");
+    const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
+    return { core, pythonStart: "snapshot" };
+  } catch (error) {
+    if (error !== SNAPSHOT_TOO_SLOW) console.warn("The Python snapshot did not restore; booting Python instead:", error);
+  }
+  const wheelBytes = fetchBytes(wheel, { count: countWheel });
+  const pyodide = await loadPyodide({ indexURL: pyodideRoot });
+  mark("python_started");
+  const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
+  pyodide.unpackArchive(await wheelBytes, "wheel", { extractDir: sitePackages });
+  pyodide.runPython("import importlib; importlib.invalidate_caches()");
+  return { core: pyodide.pyimport(CORE_BOUNDARY), pythonStart: "boot" };
+}
+
+/** Modules come in through import(), which no wrapper sees: their sizes are read from resource timing. */
+export function countModules(prefix, count) {
+  for (const entry of performance.getEntriesByType("resource")) {
+    const timing = /** @type {PerformanceResourceTiming} */ (entry);
+    if (timing.name.startsWith(prefix) && timing.name.endsWith(".mjs")) count(timing.decodedBodySize);
+  }
+}

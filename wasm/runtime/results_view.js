@@ -1,0 +1,214 @@
+// The results list: passages grouped by paper, each with its page link, snippet and citation buttons;
+// the summary line (announced to screen readers), "Did you mean", sorting, "More results", and moving
+// through the passages by keyboard. Untrusted text only ever reaches the DOM through textContent.
+
+import { absUrl, authorsLabel, bibtex, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
+import { button, copyText, element, link } from "./dom.js";
+import { setSort, sortByDate } from "./router.js";
+
+/** @typedef {import("./protocol.js").Hit} Hit */
+/** @typedef {import("./protocol.js").SearchReply} SearchReply */
+/** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
+
+export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
+export const MAX_K = 200;
+
+/** The part of a reply the list draws (and history keeps). @param {SearchReply} reply @param {number} k */
+export function drawnReply(reply, k) {
+  const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
+  return { hits, semantic: reply.semantic, weak: reply.weak, suggestion: reply.suggestion, k };
+}
+
+/** @param {DrawnHit[]} hits @returns {DrawnHit[][]} */
+function groupByPaper(hits) {
+  const groups = new Map();
+  for (const hit of hits) {
+    if (!groups.has(hit.arxiv_id)) groups.set(hit.arxiv_id, []);
+    groups.get(hit.arxiv_id).push(hit);
+  }
+  return [...groups.values()];
+}
+
+/** @param {Array<[string, boolean]>} runs */
+function drawSnippet(runs) {
+  const paragraph = element("p", "snippet");
+  for (const [text, marked] of runs) paragraph.append(marked ? element("mark", null, text) : text);
+  return paragraph;
+}
+
+/** @param {DrawnHit} hit */
+function drawHit(hit) {
+  const item = element("li", "hit");
+  item.tabIndex = -1;
+  item.dataset.arxivId = hit.arxiv_id;
+  item.dataset.page = String(hit.page_start);
+  item.dataset.chunkId = hit.chunk_id;
+  const where = element("p", "where");
+  const pdf = link(pdfUrl(hit.arxiv_id, hit.page_start), pagesLabel(hit), "pdf-link");
+  where.append(pdf);
+  if (hit.section) where.append(" · ", element("span", "section", hit.section));
+  const copy = button("Copy citation", () => copyText(fullCitation(hit), copy), "copy");
+  copy.setAttribute("aria-label", `Copy citation ${pageCitation(hit)} with title`);
+  const entry = bibtex(hit, { note: `cited at ${pagesLabel(hit)}` });
+  const copyBibtex = button("BibTeX", () => copyText(entry, copyBibtex), "copy-bibtex");
+  copyBibtex.setAttribute("aria-label", `Copy a BibTeX entry for arXiv:${hit.arxiv_id}`);
+  const actions = element("p", "actions");
+  const abstract = link(absUrl(hit.arxiv_id), "arXiv abstract");
+  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtex);
+  item.append(where, drawSnippet(hit.segments), actions);
+  return item;
+}
+
+/** @param {string} base @param {DrawnHit[]} hits */
+function drawGroup(base, hits) {
+  const first = hits[0];
+  const group = element("article", "paper-group");
+  group.dataset.arxivId = first.arxiv_id;
+  const heading = element("h2");
+  heading.append(link(paperPageUrl(base, first.arxiv_id), first.title));
+  const byline = [authorsLabel(first.authors), first.year, `arXiv:${first.arxiv_id}`].filter(Boolean).join(" · ");
+  const list = element("ol", "hits");
+  list.append(...hits.map(drawHit));
+  group.append(heading, element("p", "meta", byline), list);
+  return group;
+}
+
+/** @param {DrawnReply} reply @param {number} papers */
+function summaryOf(reply, papers) {
+  const how = reply.semantic ? "keyword + semantic" : "keyword";
+  if (!reply.hits.length) return "No passages match. Try other words, or remove filters.";
+  if (reply.weak) {
+    return `Nothing matches these words well. The ${reply.hits.length} passages below are only the nearest in meaning (${how} search).`;
+  }
+  return `${reply.hits.length} passages from ${papers} papers (${how} search)`;
+}
+
+export class ResultsView {
+  /**
+   * @param {object} options
+   * @param {HTMLElement} options.results the list's container
+   * @param {string} options.base the site's base URL, for its paper pages
+   * @param {(k: number) => Promise<void>} options.more search again for k passages
+   * @param {(suggestion: string) => string} options.suggestionUrl
+   * @param {(suggestion: string) => void} options.followSuggestion
+   */
+  constructor({ results, base, more, suggestionUrl, followSuggestion }) {
+    this.results = results;
+    this.base = base;
+    this.more = more;
+    this.suggestionUrl = suggestionUrl;
+    this.followSuggestion = followSuggestion;
+    /** @type {DrawnReply | null} the results on screen */
+    this.shown = null;
+    // The result count is announced: a live region that exists before its first update (screen readers
+    // ignore live regions inserted together with their text).
+    this.announcer = element("p", "visually-hidden");
+    this.announcer.id = "result-count";
+    this.announcer.setAttribute("aria-live", "polite");
+    results.before(this.announcer);
+  }
+
+  /** @param {DrawnReply} reply */
+  draw(reply) {
+    this.shown = reply;
+    const groups = groupByPaper(reply.hits);
+    const summary = summaryOf(reply, groups.length);
+    this.announcer.textContent = summary;
+    /** @type {HTMLElement[]} */
+    const drawn = [element("p", "message", summary)];
+    if (reply.suggestion) drawn.push(this.drawSuggestion(reply.suggestion));
+    if (groups.length > 1) drawn.push(this.drawSortChoice());
+    // Newest paper first, keeping the ranked order of passages inside each paper (and of equal years).
+    const ordered = sortByDate() ? [...groups].sort((a, b) => (b[0].year || 0) - (a[0].year || 0)) : groups;
+    drawn.push(...ordered.map((hits) => drawGroup(this.base, hits)));
+    if (reply.hits.length >= reply.k && reply.k < MAX_K) drawn.push(this.drawMore(reply.k));
+    this.results.replaceChildren(...drawn);
+  }
+
+  /** @param {string} [message] a line in place of results, or nothing */
+  clear(message, className = "message") {
+    this.shown = null;
+    this.results.replaceChildren(...(message ? [element("p", className, message)] : []));
+  }
+
+  drawSortChoice() {
+    const label = element("label", null, "Sort papers by ");
+    const select = element("select");
+    select.id = "sort";
+    for (const [value, text] of [["", "relevance"], ["date", "date, newest first"]]) {
+      const option = element("option", null, text);
+      option.value = value;
+      select.append(option);
+    }
+    select.value = sortByDate() ? "date" : "";
+    select.addEventListener("change", () => {
+      setSort(select.value);
+      this.draw(this.shown);
+      document.getElementById("sort").focus();
+    });
+    label.append(select);
+    const line = element("p", "sort");
+    line.append(label);
+    return line;
+  }
+
+  /** @param {number} k */
+  drawMore(k) {
+    return button("More results", async () => {
+      const count = this.hitElements().length;
+      await this.more(Math.min(k + MORE_K, MAX_K));
+      const next = this.hitElements()[count];
+      if (next) next.focus(); // the reader goes on where the new passages begin
+    }, "more");
+  }
+
+  // "Did you mean": the corpus's own spelling of words it never uses, one click (or Enter) away.
+  /** @param {string} suggestion */
+  drawSuggestion(suggestion) {
+    const line = element("p", "suggestion", "Did you mean ");
+    const anchor = link(this.suggestionUrl(suggestion), suggestion);
+    anchor.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.followSuggestion(suggestion);
+    });
+    line.append(anchor, "?");
+    return line;
+  }
+
+  /** @returns {HTMLElement[]} */
+  hitElements() {
+    return [...this.results.querySelectorAll(".hit")].map((node) => /** @type {HTMLElement} */ (node));
+  }
+
+  /**
+   * Arrow keys move through the passages (past the first: back to `input`), Enter opens a passage's PDF
+   * page, Escape returns to `input`.
+   * @param {HTMLInputElement} input
+   */
+  bindKeys(input) {
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "ArrowDown" && this.hitElements().length) {
+        event.preventDefault();
+        this.hitElements()[0].focus();
+      }
+    });
+    this.results.addEventListener("keydown", (event) => {
+      const hits = this.hitElements();
+      const target = /** @type {HTMLElement} */ (event.target);
+      const index = hits.indexOf(target);
+      if (index < 0) return;
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const next = index + (event.key === "ArrowDown" ? 1 : -1);
+        if (next < 0) input.focus();
+        else hits[Math.min(next, hits.length - 1)].focus();
+      } else if (event.key === "Enter") {
+        event.preventDefault();
+        /** @type {HTMLElement} */ (target.querySelector(".pdf-link")).click();
+      } else if (event.key === "Escape") {
+        input.focus();
+      }
+    });
+  }
+}
