@@ -158,7 +158,7 @@ def provider_key(args: argparse.Namespace, base_url: str) -> str | None:
 
 def find_evidence(args: argparse.Namespace) -> Evidence | None:
     """The passages the answer may cite, fitted to the prompt budget; None, with the error printed, when
-    the question does not fit it."""
+    the search or the fitting rejects the question (a bad query, or a question too long for the budget)."""
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence
     from readingroom_core.browser import open_folder
