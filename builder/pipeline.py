@@ -45,16 +45,17 @@ class Ingest:
 
 
 def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
-    extra = {"api_url": options.arxiv_api} if options.arxiv_api else {}
-    return fetch.FetchOptions(
+    fetching = fetch.FetchOptions(
         cache_dir=options.cache_dir,
         mirror=options.mirror,
         offline=options.offline,
         delay_seconds=options.arxiv_delay,
         corpus_file=options.corpus_path,
         refresh=options.refresh,
-        **extra,
     )
+    if options.arxiv_api:  # otherwise arXiv's own API (FetchOptions' default)
+        fetching = replace(fetching, api_url=options.arxiv_api)
+    return fetching
 
 
 def fetch_corpus(corpus: config.Corpus, options: BuildOptions, report: BuildReport) -> list[FetchedPaper]:
@@ -158,7 +159,7 @@ def published(report: BuildReport, options: BuildOptions) -> BuildReport:
     }
     if options.mirror is not None:
         places[options.mirror] = "<mirror>"
-    spelled = {}
+    spelled: dict[str, str] = {}
     for path, label in places.items():
         for form in (path.absolute(), path.resolve()):
             spelled.setdefault(str(form).rstrip("/"), label)

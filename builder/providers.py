@@ -170,7 +170,8 @@ def _retry_after(headers) -> float | None:
 
 def sse_events(lines: Iterator[bytes]) -> Iterator[tuple[str, str]]:
     """(event name, data) of each Server-Sent Event in a stream of lines."""
-    name, data = "", []
+    name = ""
+    data: list[str] = []
     for raw in lines:
         line = raw.decode("utf-8").rstrip("\r\n")
         if not line:

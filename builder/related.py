@@ -19,10 +19,11 @@ def related_papers(
     """For each paper id, the `count` other papers with the closest vectors: [(paper, cosine)], nearest
     first. Papers without a stored vector are neither given nor offered as related."""
     related: dict[str, list[tuple[PaperRecord, float]]] = {paper.id: [] for paper in papers}
-    placed = [paper for paper in papers if paper.vector]
-    if len(placed) < 2:
+    stored = [(paper, paper.vector) for paper in papers if paper.vector]
+    if len(stored) < 2:
         return related
-    units = np.array([PaperVector.decode(paper.vector) for paper in placed], dtype=np.float32)
+    placed = [paper for paper, _ in stored]
+    units = np.array([PaperVector.decode(vector) for _, vector in stored], dtype=np.float32)
     units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
     similarity = units @ units.T
     np.fill_diagonal(similarity, -np.inf)

@@ -12,8 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder.paths import DEFAULT_OUT
+
+if TYPE_CHECKING:
+    from readingroom_core.answers import Evidence, Prompt
 
 DESCRIPTION = """\
 Retrieves passages from the built site (hybrid search, one passage per page, spread over papers), fits
@@ -102,50 +106,88 @@ def api_key(provider: str, base_url: str) -> str | None:
 
 
 def run_ask_command(args: argparse.Namespace) -> int:
-    from builder.providers import (
-        DEFAULT_BASE_URLS,
-        KEY_VARIABLES,
-        ProviderError,
-        build_request,
-        stream_answer,
-    )
-    from builder.query_encoder import OnnxQueryEncoder
-    from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence, verify
-    from readingroom_core.browser import open_folder
-    from readingroom_core.querysyntax import embedding_text
+    from builder.providers import DEFAULT_BASE_URLS
+    from readingroom_core.answers import verify
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
-    key = None if args.prompt_only else api_key(args.provider, base_url)
-    if not args.prompt_only and not args.model:
-        print("error: --model is required to ask (or use --prompt-only)", file=sys.stderr)
+    key = ""  # --prompt-only sends nothing anywhere
+    if not args.prompt_only:
+        checked_key = provider_key(args, base_url)
+        if checked_key is None:
+            return 2
+        key = checked_key
+    found = find_evidence(args)
+    if found is None:
         return 2
-    if key is None and not args.prompt_only:
-        variables = " or ".join(KEY_VARIABLES[args.provider])
-        print(f"error: no API key: set {variables} in the environment", file=sys.stderr)
-        return 2
-    site = open_folder(args.site)
-    engine = site.engine
-    encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
-    vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
-    try:
-        found = select_evidence(engine, args.question, vector, budget=args.budget, k=args.k)
-    except (PromptTooLong, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    evidence = found.to_dict()
     if args.prompt_only:
         print(found.prompt.text)
         return 0
-    out = sys.stdout
+    evidence = found.to_dict()
     if not args.json:
+        print_sources(found)
+    answer = stream(args, base_url, key, found.prompt)
+    if answer is None:
+        return 1
+    checked = verify(answer, evidence)
+    if args.json:
         print(
-            f"{len(found.sources)} sources, {found.prompt_tokens} of {found.budget} prompt tokens:", file=out
+            json.dumps(
+                {"question": args.question, "answer": answer, **checked, **_sources(evidence)}, indent=1
+            )
         )
-        for source in found.sources:
-            section = f" \u2014 {source.section}" if source.section else ""
-            print(f"  [{source.n}] arXiv:{source.arxiv_id} {source.label}  {source.title}{section}", file=out)
-        print(file=out, flush=True)
-    request = build_request(args.provider, base_url, args.model, found.prompt, key, args.max_tokens)
+        return 0
+    print("\n")
+    print(report(checked))
+    return 0
+
+
+def provider_key(args: argparse.Namespace, base_url: str) -> str | None:
+    """The API key to send ("" for a loopback server without one); None, with the error printed, when the
+    question cannot be asked (no model named, or no key where the provider needs one)."""
+    from builder.providers import KEY_VARIABLES
+
+    if not args.model:
+        print("error: --model is required to ask (or use --prompt-only)", file=sys.stderr)
+        return None
+    key = api_key(args.provider, base_url)
+    if key is None:
+        variables = " or ".join(KEY_VARIABLES[args.provider])
+        print(f"error: no API key: set {variables} in the environment", file=sys.stderr)
+    return key
+
+
+def find_evidence(args: argparse.Namespace) -> Evidence | None:
+    """The passages the answer may cite, fitted to the prompt budget; None, with the error printed, when
+    the search or the fitting rejects the question (a bad query, or a question too long for the budget)."""
+    from builder.query_encoder import OnnxQueryEncoder
+    from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence
+    from readingroom_core.browser import open_folder
+    from readingroom_core.querysyntax import embedding_text
+
+    site = open_folder(args.site)
+    encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
+    vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
+    try:
+        return select_evidence(site.engine, args.question, vector, budget=args.budget, k=args.k)
+    except (PromptTooLong, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def print_sources(found: Evidence) -> None:
+    print(f"{len(found.sources)} sources, {found.prompt_tokens} of {found.budget} prompt tokens:")
+    for source in found.sources:
+        section = f" \u2014 {source.section}" if source.section else ""
+        print(f"  [{source.n}] arXiv:{source.arxiv_id} {source.label}  {source.title}{section}")
+    print(flush=True)
+
+
+def stream(args: argparse.Namespace, base_url: str, key: str, prompt: Prompt) -> str | None:
+    """The provider's answer, streamed to the terminal as it comes unless --json; None, with the error
+    printed, when the provider fails."""
+    from builder.providers import ProviderError, build_request, stream_answer
+
+    request = build_request(args.provider, base_url, args.model, prompt, key, args.max_tokens)
     pieces: list[str] = []
 
     def waiting(seconds: float) -> None:
@@ -158,25 +200,14 @@ def run_ask_command(args: argparse.Namespace) -> int:
         for piece in stream_answer(request, args.model, key, timeout=args.timeout, on_wait=waiting):
             pieces.append(piece)
             if not args.json:
-                out.write(piece)
-                out.flush()
+                sys.stdout.write(piece)
+                sys.stdout.flush()
     except ProviderError as exc:
         if pieces and not args.json:
-            print(file=out)
+            print()
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    answer = "".join(pieces)
-    checked = verify(answer, evidence)
-    if args.json:
-        print(
-            json.dumps(
-                {"question": args.question, "answer": answer, **checked, **_sources(evidence)}, indent=1
-            )
-        )
-        return 0
-    print("\n", file=out)
-    print(report(checked), file=out)
-    return 0
+        return None
+    return "".join(pieces)
 
 
 def _sources(evidence: dict) -> dict:

@@ -60,8 +60,8 @@ def _fields(body: str) -> dict[str, str]:
             end = len(body) if end < 0 else end
             value, position = body[position + 1 : end], end + 1
         else:
-            bare = re.match(r"[^,}]*", body[position:])
-            value, position = bare[0], position + bare.end()
+            value = re.split(r"[,}]", body[position:], maxsplit=1)[0]  # up to the next ',' or '}'
+            position += len(value)
         fields[name] = " ".join(value.split())
     return fields
 

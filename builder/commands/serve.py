@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from builder.config import CorpusError, check_base_url
 
+HOST = "127.0.0.1"  # loopback only: the preview is for this machine
 MIME_TYPES = {
     ".wasm": "application/wasm",
     ".mjs": "text/javascript",
@@ -146,12 +147,12 @@ def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> Thread
         SiteHandler, directory=str(Path(site_dir).resolve()), base_url=base_url_of(site_dir), quiet=quiet
     )
     try:
-        return SiteServer(("127.0.0.1", port), handler)
+        return SiteServer((HOST, port), handler)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise
         raise PortError(
-            f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass --port with a free port, "
+            f"cannot listen on {HOST}:{port} ({exc.strerror}); pass --port with a free port, "
             "or --port 0 to pick one"
         ) from exc
 
@@ -160,8 +161,12 @@ def serve_in_thread(site_dir: Path, port: int = 0) -> tuple[ThreadingHTTPServer,
     """Start a quiet server in a daemon thread; return it and the site's URL. Call `.shutdown()` to stop."""
     server = make_server(site_dir, port, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    host, bound_port = server.server_address[:2]
-    return server, f"http://{host}:{bound_port}{base_url_of(site_dir)}"
+    return server, site_url(server, site_dir)
+
+
+def site_url(server: ThreadingHTTPServer, site_dir: Path) -> str:
+    """The site's address on `server`, with the port it is bound to (the one picked for port 0)."""
+    return f"http://{HOST}:{server.server_address[1]}{base_url_of(site_dir)}"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -170,8 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except PortError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    host, port = server.server_address[:2]
-    print(f"serving {args.site} at http://{host}:{port}{base_url_of(args.site)} (Ctrl-C stops)")
+    print(f"serving {args.site} at {site_url(server, args.site)} (Ctrl-C stops)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -23,12 +23,17 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
 from builder.models import IngestedPaper, Settings, file_stem
 from builder.stages.encoder import document_encoder_path
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -130,6 +135,15 @@ def identify(name: str, model_dir: Path, query_prefix: str, document_prefix: str
     )
 
 
+@dataclass(frozen=True)
+class _Running:
+    """What a `DocumentEncoder` starts on its first `encode`."""
+
+    tokenizer: Tokenizer
+    session: onnxruntime.InferenceSession
+    output: str  # the graph output holding the unit vectors
+
+
 class DocumentEncoder:
     """The model as builds run it: its fp32 ONNX export under onnxruntime, texts batched by token length.
 
@@ -143,10 +157,9 @@ class DocumentEncoder:
         self.identity = identity
         self.onnx_path = Path(onnx_path)
         self.threads = threads or os.cpu_count() or 1
-        self._session = None
-        self._tokenizer = None
+        self._running: _Running | None = None
 
-    def _start(self) -> None:
+    def _start(self) -> _Running:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -166,18 +179,17 @@ class DocumentEncoder:
         # Threads that wait instead of spinning: on a shared machine spinning steals the other core.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._output = OUTPUT_NAME
-        self._tokenizer = tokenizer
-        self._session = onnxruntime.InferenceSession(
+        session = onnxruntime.InferenceSession(
             str(self.onnx_path), options, providers=["CPUExecutionProvider"]
         )
-        check_sanity(self, self.identity)
+        self._running = _Running(tokenizer, session, OUTPUT_NAME)
+        check_sanity(self, self.identity)  # encodes through the session just started
+        return self._running
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if self._session is None:
-            self._start()
+        running = self._running if self._running is not None else self._start()
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch([text.strip() for text in texts])
+        encodings = running.tokenizer.encode_batch([text.strip() for text in texts])
         order = sorted(range(len(texts)), key=lambda i: (-len(encodings[i].ids), i))
         for start in range(0, len(order), DOCUMENT_BATCH):
             batch = order[start : start + DOCUMENT_BATCH]
@@ -187,7 +199,7 @@ class DocumentEncoder:
                 ids[row, : len(encodings[i].ids)] = encodings[i].ids
                 mask[row, : len(encodings[i].ids)] = 1
             inputs = {"input_ids": ids, "attention_mask": mask}
-            vectors[batch] = self._session.run([self._output], inputs)[0]
+            vectors[batch] = running.session.run([running.output], inputs)[0]
         return vectors
 
 
@@ -367,7 +379,7 @@ def embed_papers(
     result = []
     for p, (arxiv_id, _, _) in enumerate(papers):
         vectors = (
-            np.stack([computed[p].get(k, cached[p].get(k)) for k in keys[p]])
+            np.stack([computed[p][k] if k in computed[p] else cached[p][k] for k in keys[p]])
             if keys[p]
             else np.zeros((0, cache.dims), np.float32)
         )

@@ -95,6 +95,7 @@ class SitePages:
         self.out_dir = out_dir
         self.manifest = manifest
         self.runtime = manifest.runtime.files
+        self.runtime_artifacts = manifest.runtime.artifacts
         self.papers = papers
         self.env = make_environment()
         base = manifest.base_url
@@ -143,7 +144,7 @@ class SitePages:
             # Runtime files the worker fetches as `<url>.gz` and decompresses (store.with_gzip).
             "gzipped": [
                 base + a.path.removesuffix(GZIP_SUFFIX)
-                for a in sorted(self.manifest.runtime.artifacts, key=lambda a: a.path)
+                for a in sorted(self.runtime_artifacts, key=lambda a: a.path)
                 if a.path.endswith(GZIP_SUFFIX)
             ],
         }

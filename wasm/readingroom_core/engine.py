@@ -67,9 +67,9 @@ class SearchOptions:
     paper_weight: float = 0.3
     paper_openings: int = 3
     rrf_k: int = 60
-    # Per retriever, before fusion. Against 100, 60 keeps page-level MRR and nDCG@10 within 0.01 on both
-    # question sets and the browser's core time per hybrid query at p50 14-15 ms instead of 19-20 ms on
-    # the mirror site (the HNSW beam is max(ef, candidates)).
+    # Per retriever, before fusion. 60 ranks within 0.01 of 100 (page-level MRR and nDCG@10, both question
+    # sets) at a p50 of 14-15 ms of browser core time per hybrid query on the mirror site, where 100 takes
+    # 19-20 ms (the HNSW beam is max(ef, candidates)).
     candidates: int = 60
     # Diversity caps, 0 = unlimited. One chunk per page: over the 54 answerable dev + extra questions it
     # gives page-level nDCG@10 0.75 against 0.69 uncapped (dev) and 0.72 against 0.68 (extra); caps of 5

@@ -7,7 +7,7 @@ row type measured, and the offset is undone with precomputed per-row sums.
 
 `search` keeps the float query's precision (as 15-bit integers, see there) and scores it against the
 int8 rows (asymmetric). It walks the graph exactly like usearch, with better distances. On MiniLM
-passages it matched rescoring 4k int8-query candidates (top-10 recall vs exact float32 0.987 at ef 64,
+passages it matches rescoring 4k int8-query candidates (top-10 recall vs exact float32 0.987 at ef 64,
 HNSW recall vs exact scan 0.993), so no separate rescoring step is needed (scripts/quantization_study.py).
 
 Distances are asked for in batches (the unvisited neighbours of one node), and the integer dot products

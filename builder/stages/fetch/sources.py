@@ -42,9 +42,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-_OPTIONAL_TEXT = ("abstract", "primary_category", "published", "comment", "doi", "journal_ref")
-
-
 class MetadataError(ValueError):
     """A metadata file that cannot be used; the message names the file and the field."""
 
@@ -72,7 +69,12 @@ def meta_from_mirror(data: Mapping[str, Any], arxiv_id: str, where: str) -> Pape
         authors=_strings(data, "authors", where),
         categories=_strings(data, "categories", where),
         updated=_text(data, updated, where),
-        **{key: _text(data, key, where) for key in _OPTIONAL_TEXT},
+        abstract=_text(data, "abstract", where),
+        primary_category=_text(data, "primary_category", where),
+        published=_text(data, "published", where),
+        comment=_text(data, "comment", where),
+        doi=_text(data, "doi", where),
+        journal_ref=_text(data, "journal_ref", where),
     )
 
 
@@ -89,7 +91,12 @@ def meta_from_cache(data: Mapping[str, Any], where: str) -> PaperMeta:
         categories=_strings(data, "categories", where),
         updated=_text(data, "updated", where),
         withdrawn=withdrawn,
-        **{key: _text(data, key, where) for key in _OPTIONAL_TEXT},
+        abstract=_text(data, "abstract", where),
+        primary_category=_text(data, "primary_category", where),
+        published=_text(data, "published", where),
+        comment=_text(data, "comment", where),
+        doi=_text(data, "doi", where),
+        journal_ref=_text(data, "journal_ref", where),
     )
 
 

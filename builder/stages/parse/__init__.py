@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -172,10 +173,13 @@ def parse_papers(
     """Every paper parsed (or taken from the cache), in order, by a pool of `jobs` processes that die
     with the build."""
     work = [(paper, cache_dir) for paper in papers]
-    bar = dict(desc="parse", unit="paper", total=len(work), disable=not progress)
+
+    def counted(results: Iterable[ParsedPaper | Failure]) -> Iterable[ParsedPaper | Failure]:
+        return tqdm(results, desc="parse", unit="paper", total=len(work), disable=not progress)
+
     if jobs <= 1 or len(work) <= 1:
-        return [parse_or_failure(job) for job in tqdm(work, **bar)]
+        return list(counted(parse_or_failure(job) for job in work))
     with ProcessPoolExecutor(
         max_workers=min(jobs, len(work)), initializer=die_with_parent, initargs=(os.getpid(),)
     ) as pool:
-        return list(tqdm(pool.map(parse_or_failure, work), **bar))
+        return list(counted(pool.map(parse_or_failure, work)))

@@ -222,7 +222,7 @@ class FontGlyphs:
 
     def _table(self, xref: int, font: str) -> dict[int, str]:
         """The font's own names first; a math extension font's fixed layout where they say nothing."""
-        table = {}
+        table: dict[int, str] = {}
         if _OMX_FONT.search(font):
             table.update(
                 (code, text) for code, name in enumerate(OMX_NAMES) if (text := unicode_of(name)) is not None

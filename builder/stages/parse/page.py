@@ -129,7 +129,8 @@ def _make_line(line: dict, block: int, direction: tuple[float, float]) -> Line |
         corners = [_rotate(x, y, direction) for x in (x0, x1) for y in (y0, y1)]
         xs, ys = [p[0] for p in corners], [p[1] for p in corners]
         x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
-        baseline = _rotate(*main["origin"], direction)[1]
+        origin_x, origin_y = main["origin"]
+        baseline = _rotate(origin_x, origin_y, direction)[1]
     total = sum(len(span["text"].strip()) for span in spans) or 1
     bold_chars = sum(
         len(span["text"].strip())

@@ -76,8 +76,15 @@ def _line_joint(before: str, after: str, vocabulary: Vocabulary) -> bool | None:
     head, tail = _TRAILING_WORD.search(before), _LEADING_WORD.match(after)
     if not first.islower():
         # "GPT-" + "3", "TF-" + "IDF" keep the hyphen; all-caps "LAN-" + "GUAGE" is a break
-        capitals = head and tail and head[1].isupper() and tail[1].isupper()
-        return None if capitals and vocabulary.is_word(head[1] + tail[1]) else False
+        if (
+            head
+            and tail
+            and head[1].isupper()
+            and tail[1].isupper()
+            and vocabulary.is_word(head[1] + tail[1])
+        ):
+            return None
+        return False
     if head and tail and vocabulary.keeps_hyphen(head[1], tail[1]):
         return False
     return None
