@@ -39,7 +39,8 @@ READ_AHEAD_PAPERS = 3
 
 def as_bytes(data: Any) -> bytes:
     """Bytes from the worker arrive as a JavaScript typed array (a JsProxy); CPython callers pass bytes."""
-    return data.to_bytes() if hasattr(data, "to_bytes") else data
+    converted: bytes = data.to_bytes() if hasattr(data, "to_bytes") else data
+    return converted
 
 
 def sha256_hex(data: Any) -> str:
@@ -73,7 +74,7 @@ def int32s(data: Any) -> list[int]:
     return array("i", bytes(as_bytes(data))).tolist()
 
 
-def folder_reader(site_dir: str | os.PathLike) -> Reader:
+def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
     """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
 
     def read(relative_path: str) -> bytes:
@@ -83,7 +84,7 @@ def folder_reader(site_dir: str | os.PathLike) -> Reader:
     return read
 
 
-def open_folder(site_dir: str | os.PathLike) -> Site:
+def open_folder(site_dir: str | os.PathLike[str]) -> Site:
     """The site built into `site_dir`, with an error that says what to do when there is none."""
     path = os.path.join(site_dir, MANIFEST_FILE)
     if not os.path.exists(path):
@@ -99,7 +100,7 @@ def open_site(read: Reader, manifest_text: str | bytes | None = None) -> Site:
     return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path))))
 
 
-def hit_json(hit: Hit, paper: PaperRecord) -> dict:
+def hit_json(hit: Hit, paper: PaperRecord) -> dict[str, Any]:
     """A result as every front end shows it: where it is, how it ranked, its snippet as plain text (the
     CLI prints it) and as [text, marked] runs (the page draws them)."""
     return {
@@ -132,7 +133,7 @@ def segments(snippet: str, highlights: Sequence[tuple[int, int]]) -> list[list[A
     return runs
 
 
-def request_options(request: dict) -> SearchOptions:
+def request_options(request: dict[str, Any]) -> SearchOptions:
     """A search request's options: what the page sets (k, mode, filters), the rest as the engine's defaults."""
     return SearchOptions(
         k=request.get("k") or 20,
@@ -141,7 +142,7 @@ def request_options(request: dict) -> SearchOptions:
     )
 
 
-def request_filters(data: dict) -> Filters:
+def request_filters(data: dict[str, Any]) -> Filters:
     """The search form's facet choices (year range, categories, tags) as engine filters."""
     return Filters(
         year_min=data.get("year_min"),
@@ -176,7 +177,7 @@ class Site:
     def __post_init__(self) -> None:
         self.papers_by_id = {paper.id: paper for paper in self.engine.papers}
 
-    def hit_json(self, hit: Hit) -> dict:
+    def hit_json(self, hit: Hit) -> dict[str, Any]:
         return hit_json(hit, self.papers_by_id[hit.arxiv_id])
 
     def load_semantic(self) -> None:
