@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from support.pyodide import find_node
 
-from builder.stages.render import copy_page_modules
+from builder.site.runtime import copy_page_modules
 
 RENDER = """
 import { renderPlain, renderVerified } from "./answer.js";

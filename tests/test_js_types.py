@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from support.pyodide import find_node
 
-from builder.stages.runtime import WASM_DIR
+from builder.site.runtime import WASM_DIR
 
 TSC = WASM_DIR / "node_modules" / "typescript" / "bin" / "tsc"
 PROJECTS = ("tsconfig.page.json", "tsconfig.workers.json")
