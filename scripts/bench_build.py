@@ -49,6 +49,7 @@ from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
 from builder.stages.encoder import document_encoder_path  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
+from readingroom_core.sitedata import Manifest, read_chunk_table, read_manifest, read_papers  # noqa: E402
 
 
 def run_build(corpus: Path, out: Path, cache: Path, mirror: Path) -> tuple[float, dict]:
@@ -137,29 +138,24 @@ def embedding_throughput(
     }
 
 
-def artifact_sizes(site: Path, manifest: dict) -> dict:
+def artifact_sizes(site: Path, manifest: Manifest) -> dict:
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"files": 0, "bytes": 0, "gzip": 0})
-    for artifact in manifest["artifacts"]:
-        data = (site / artifact["path"]).read_bytes()
-        name = artifact["path"].rsplit("/", 1)[1].split(".")[0]
-        row = kinds["text (per paper)" if artifact["path"].startswith("data/text/") else name]
+    for artifact in manifest.artifacts:
+        data = (site / artifact.path).read_bytes()
+        name = artifact.path.rsplit("/", 1)[1].split(".")[0]
+        row = kinds["text (per paper)" if artifact.path.startswith("data/text/") else name]
         row["files"] += 1
         row["bytes"] += len(data)
         row["gzip"] += len(gzip.compress(data, 9))
     return dict(kinds)
 
 
-def chunk_rows(site: Path, manifest: dict) -> list[tuple[str, int, int]]:
-    table = json.loads((site / manifest["files"]["chunks"]).read_text())
-    papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
-    rows = []
-    for paper in papers:
-        first, count = paper["chunks"]
-        for doc in range(first, first + count):
-            rows.append(
-                (paper["id"], table["page_start"][doc], table["page_start"][doc] + table["page_span"][doc])
-            )
-    return rows
+def chunk_rows(site: Path, manifest: Manifest) -> list[tuple[str, int, int]]:
+    table = read_chunk_table((site / manifest.files.chunks).read_bytes())
+    papers = read_papers((site / manifest.files.papers).read_bytes())
+    return [
+        (paper.id, table.page_start[doc], table.page_end(doc)) for paper in papers for doc in paper.doc_ids
+    ]
 
 
 def page_ndcg(ranked_docs, rows, question) -> float:
@@ -189,7 +185,7 @@ def hnsw_recall(index: UsearchFile, stored: np.ndarray, queries: np.ndarray, ef:
 
 
 def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) -> dict:
-    manifest = json.loads((site / "manifest.json").read_text())
+    manifest = read_manifest((site / "manifest.json").read_bytes())
     loaded = config.load_corpus(corpus)
     options = pipeline.BuildOptions(corpus, site, cache, mirror=mirror, offline=True, progress=False)
     ingested = pipeline.ingest(loaded, options)
@@ -198,7 +194,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     ).chunks  # all from cache
     rows = chunk_rows(site, manifest)
     assert len(rows) == len(vectors)
-    index = UsearchFile.from_bytes((site / manifest["files"]["vectors"]).read_bytes())
+    index = UsearchFile.from_bytes((site / manifest.files.vectors).read_bytes())
     stored = np.array([index.vector(doc) for doc in range(len(rows))], dtype=np.float64)
     stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
 
@@ -210,7 +206,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     def exact(query, k=20, matrix=vectors):
         return list(np.argsort(-(matrix @ query), kind="stable")[:k])
 
-    ef = manifest["index"]["expansion_search"]
+    ef = manifest.index.expansion_search
     f32 = np.mean([page_ndcg(exact(q), rows, question) for q, question in zip(onnx, questions, strict=True)])
     hnsw = np.mean(
         [
@@ -286,7 +282,7 @@ def main() -> int:
     drop_paper_from_cache(warm_cache, config.load_corpus(corpus).papers[-1].arxiv_id)
     added = run_build(corpus, args.work / "site-added", warm_cache, args.mirror)
 
-    manifest = json.loads((site / "manifest.json").read_text())
+    manifest = read_manifest((site / "manifest.json").read_bytes())
     result = {
         "papers": cold[1]["papers"],
         "pages": cold[1]["pages"],

@@ -107,9 +107,9 @@ def command_line(argv: list[str]) -> str:
     script = Path(argv[0])
     words = ["python", os.path.relpath(script.resolve(), REPO_ROOT) if script.suffix == ".py" else argv[0]]
     for word in argv[1:]:
-        path = Path(word)
-        if path.is_absolute() and path.resolve().is_relative_to(REPO_ROOT.parent):
-            word = os.path.relpath(path.resolve(), REPO_ROOT)
+        path = Path(os.path.normpath(word))  # not resolved: ../shared may be a link to elsewhere
+        if path.is_absolute() and path.is_relative_to(REPO_ROOT.parent):
+            word = os.path.relpath(path, REPO_ROOT)
         words.append(word)
     return shlex.join(words)
 

@@ -56,14 +56,14 @@ def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
     reply = search(site, query=QUERY, k=5, mode="bm25")
     hits = site.engine.search(QUERY, None, SearchOptions(k=5, mode="bm25"))
     assert len(hits) == 5
-    papers = {paper["id"]: paper for paper in site.engine.papers}
+    papers = {paper.id: paper for paper in site.engine.papers}
     assert reply == {
         "hits": [json.loads(json.dumps(hit_json(h, papers[h.arxiv_id]))) for h in hits],
         "weak": False,  # the query's words are in the corpus
         "suggestion": None,
     }
     first = reply["hits"][0]
-    assert first["authors"] == papers[first["arxiv_id"]]["authors"] and first["year"]
+    assert first["authors"] == list(papers[first["arxiv_id"]].authors) and first["year"]
     assert first["ranks"] == {"bm25": 1, "dense": None}
 
 
@@ -139,9 +139,7 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     plain.load_semantic()
     vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0])
     papers = site.engine.papers
-    paper_of = {
-        doc: i for i, paper in enumerate(papers) for doc in range(paper["chunks"][0], sum(paper["chunks"]))
-    }
+    paper_of = {doc: i for i, paper in enumerate(papers) for doc in paper.doc_ids}
     request = {"query": QUERY, "k": 10, "mode": "hybrid"}
     keyword_ranking = site.engine.prepare(QUERY, SearchOptions(k=10)).bm25
     reads.clear()
@@ -152,7 +150,7 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     assert len(ahead) >= 2
     for paper in ahead:
         site.read_paper_text(paper)
-    assert reads == [papers[paper]["text"] for paper in ahead]
+    assert reads == [papers[paper].text for paper in ahead]
     reads.clear()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was parsed again"))
@@ -163,8 +161,8 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     assert reply == search(plain, vector, **request)
     assert keyword_only == search(plain, None, **request)
     shown = {hit["arxiv_id"] for hit in reply["hits"]}
-    assert shown & {papers[paper]["id"] for paper in ahead}  # read ahead, shown, and not read again
-    assert set(reads).isdisjoint(papers[paper]["text"] for paper in ahead)
+    assert shown & {papers[paper].id for paper in ahead}  # read ahead, shown, and not read again
+    assert set(reads).isdisjoint(papers[paper].text for paper in ahead)
     with pytest.raises(KeyError):
         site.search(prepared["search"], vector)  # discarded
     # Two searches under way at once keep apart; dense mode has no keyword ranking to read ahead from.
@@ -177,8 +175,8 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
 
 
 def test_facet_filters_from_the_page_restrict_results(site):
-    tagged = {paper["id"] for paper in site.engine.papers if "t1" in paper["tags"]}
-    assert tagged and tagged != {paper["id"] for paper in site.engine.papers}
+    tagged = {paper.id for paper in site.engine.papers if "t1" in paper.tags}
+    assert tagged and tagged != {paper.id for paper in site.engine.papers}
     hits = search(site, query="model", k=20, mode="bm25", filters={"tags": ["t1"]})["hits"]
     assert hits and {h["arxiv_id"] for h in hits} <= tagged
 
@@ -194,10 +192,10 @@ def test_query_ids_leave_out_field_filters(built_sites):
     with pytest.raises(RuntimeError, match="load_semantic"):
         site.encode_ids(QUERY)
     site.load_semantic()
-    files = site.manifest["files"]
+    files = site.manifest.files
     tokenizer = WordPieceTokenizer.from_data(
-        (built_sites.second / files["vocab"]).read_text(encoding="utf-8"),
-        json.loads((built_sites.second / files["char_classes"]).read_text(encoding="utf-8")),
+        (built_sites.second / files.vocab).read_text(encoding="utf-8"),
+        json.loads((built_sites.second / files.char_classes).read_text(encoding="utf-8")),
     )
     query = f"year:2020..2024 {QUERY} cat:cs.CL"
     assert embedding_text(query) == QUERY

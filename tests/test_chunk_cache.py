@@ -21,9 +21,7 @@ def test_the_cache_holds_the_chunks_the_site_shows(built_sites):
     cached = {row["chunk_id"]: row["text"] for path in files for row in json.loads(path.read_text())}
     engine = open_folder(built_sites.second).engine
     shown = {
-        row["id"]: row["t"]
-        for index in range(len(engine.papers))
-        for row in engine.text_file(index)["chunks"]
+        row.id: row.text for index in range(len(engine.papers)) for row in engine.text_file(index).chunks
     }
     assert shown == cached
 

@@ -73,13 +73,12 @@ def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(mirror_sit
     opened = open_folder(site)
     manifest, engine = opened.manifest, opened.engine
     questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages and q.gold_papers <= PAPERS]
-    table = json.loads((site / manifest["files"]["chunks"]).read_text())
-    for paper in json.loads((site / manifest["files"]["papers"]).read_text())["papers"]:
-        chunks = json.loads((site / paper["text"]).read_text())["chunks"]
+    for index, paper in enumerate(engine.papers):
+        chunks = engine.text_file(index).chunks
         for offset in range(0, len(chunks), 4):  # a sentence of every 4th chunk, asked back
-            longest = max(chunks[offset]["t"].split(". "), key=len)[:300]
-            page = table["page_start"][paper["chunks"][0] + offset]
-            questions.append(Question(f"{paper['id']}-{offset}", longest, frozenset({(paper["id"], page)})))
+            longest = max(chunks[offset].text.split(". "), key=len)[:300]
+            page = engine.chunks.page_start[paper.first_chunk + offset]
+            questions.append(Question(f"{paper.id}-{offset}", longest, frozenset({(paper.id, page)})))
     assert len(questions) > 20
     model = load_model(model_dir)
     onnx = evaluate(engine, OnnxQueryEncoder.from_site(site, manifest).encode, questions)
