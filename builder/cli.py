@@ -14,6 +14,8 @@ from builder.commands.beir import add_beir_command, run_beir_command
 from builder.offline import use_offline_environment
 from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, REFRESH_ENV
 
+INTERRUPTED = 128 + 2  # the shell's exit status for a process ended by SIGINT
+
 DESCRIPTION = """\
 Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
 search that runs entirely in the visitor's browser.
@@ -218,3 +220,6 @@ def main(argv: list[str] | None = None) -> int:
     except (config.CorpusError, FileNotFoundError, QuerySyntaxError, QuestionsFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the caches and the site are written atomically, nothing is half done
+        print(f"interrupted: {args.command} stopped; what it finished is kept", file=sys.stderr)
+        return INTERRUPTED

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.models import PaperMeta, file_stem
+from builder.scratch import write_text_atomically
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +154,7 @@ def cache_paper_dir(cache_dir: Path, arxiv_id: str, version: str) -> Path:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 class Cache:

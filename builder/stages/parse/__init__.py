@@ -19,6 +19,7 @@ import pymupdf
 from tqdm import tqdm
 
 from builder.models import Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper
+from builder.scratch import write_text_atomically
 from builder.stages.parse.flags import page_flag
 from builder.stages.parse.glyphs import FontGlyphs
 from builder.stages.parse.layout import body_font_size, drop_running_lines, merge_rows, reading_order
@@ -137,9 +138,7 @@ def parse_cached(paper: FetchedPaper, cache_dir: Path) -> ParsedPaper:
         return ParsedPaper.from_json(json.loads(path.read_text(encoding="utf-8")))
     parsed = parse_pdf(Path(paper.pdf_path), paper.meta.arxiv_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(parsed.to_json(), ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomically(path, json.dumps(parsed.to_json(), ensure_ascii=False))
     return parsed
 
 
