@@ -34,6 +34,19 @@ def clean(text: str) -> str:
     return " ".join(text.split())
 
 
+MAX_TITLE = 1_000  # characters; arXiv's longest real titles are a few hundred
+
+
+def clean_title(text: str, arxiv_id: str) -> str:
+    """The title with its whitespace cleaned, cut to MAX_TITLE characters (with one warning line): every
+    page of the site shows it, and Ask's evidence budget counts it."""
+    title = clean(text)
+    if len(title) <= MAX_TITLE:
+        return title
+    log.warning("%s: title of %d characters cut to %d", arxiv_id, len(title), MAX_TITLE)
+    return title[: MAX_TITLE - 1] + "…"
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -65,7 +78,7 @@ def meta_from_mirror(data: Mapping[str, Any], arxiv_id: str, where: str) -> Pape
     return PaperMeta(
         arxiv_id=arxiv_id,
         version=_version(data, where),
-        title=clean(_text(data, "title", where, required=True)),
+        title=clean_title(_text(data, "title", where, required=True), arxiv_id),
         authors=_strings(data, "authors", where),
         categories=_strings(data, "categories", where),
         updated=_text(data, updated, where),
