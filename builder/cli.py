@@ -14,6 +14,8 @@ from builder.commands.beir import add_beir_command, run_beir_command
 from builder.offline import use_offline_environment
 from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, REFRESH_ENV
 
+INTERRUPTED = 128 + 2  # the shell's exit status for a process ended by SIGINT
+
 DESCRIPTION = """\
 Reading Room turns the arXiv reading list in corpus/readingroom.toml into a static website with
 search that runs entirely in the visitor's browser.
@@ -72,6 +74,38 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arxiv-delay", type=float, default=3.0, help=argparse.SUPPRESS)
 
 
+def _parse_limit_args(parser: argparse.ArgumentParser) -> None:
+    from builder.stages.parse.bounded import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
+
+    parser.add_argument(
+        "--parse-timeout",
+        type=_positive(float),
+        default=DEFAULT_SECONDS,
+        metavar="SECONDS",
+        help=f"the most time one paper's parsing may take; a paper over it fails alone (default: {DEFAULT_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--parse-memory",
+        type=_positive(int),
+        default=DEFAULT_MEMORY_MB,
+        metavar="MB",
+        help=f"the most memory one paper's parsing may take; a paper over it fails alone (default: {DEFAULT_MEMORY_MB})",
+    )
+
+
+def _positive(kind: type[float] | type[int]):
+    def read(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+        return value
+
+    return read
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m builder",
@@ -107,6 +141,7 @@ def _add_build_commands(commands) -> None:
         help="the path the site is served under, e.g. /my-list/ for a GitHub Pages project site; overrides "
         f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
+    _parse_limit_args(build)
 
     fetch_cmd = commands.add_parser(
         "fetch",
@@ -218,3 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     except (config.CorpusError, FileNotFoundError, QuerySyntaxError, QuestionsFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the caches and the site are written atomically, nothing is half done
+        print(f"interrupted: {args.command} stopped; what it finished is kept", file=sys.stderr)
+        return INTERRUPTED

@@ -18,7 +18,12 @@ import tomlkit
 from builder.models import LockEntry, PaperRef, Publish, Settings
 
 # New-style ids (0704.0001 … 2502.11089, 4 or 5 digits after the dot) and old-style (hep-th/9901001).
-ARXIV_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$")
+# ASCII digits only: "2005.１１４０１" must not pass as a second, different spelling of 2005.11401.
+ARXIV_ID = re.compile(
+    r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z\-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v\d+)?$", re.ASCII
+)
+MAX_TAG = 64  # characters: a tag is a label in the corpus table and a search filter
+MAX_NOTE = 2_000  # characters: a note is a line or two on the paper's page
 
 SETTING_KEYS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
 PAPER_KEYS = {"id", "version", "tags", "note"}
@@ -42,6 +47,8 @@ def split_arxiv_id(raw: str) -> tuple[str, str | None]:
     text = raw.strip()
     text = re.sub(r"^(?:arxiv:|https?://arxiv\.org/(?:abs|pdf)/)", "", text, flags=re.IGNORECASE)
     text = text.removesuffix(".pdf")
+    if not text.isascii():
+        raise CorpusError(f"{raw!r} is not an arXiv id: type its digits and letters in ASCII (0-9, a-z)")
     match = ARXIV_ID.match(text)
     if not match or not _plausible_new_style(match["id"]):
         raise CorpusError(
@@ -171,9 +178,16 @@ def _paper_ref(entry: dict, where: str) -> PaperRef:
     tags = entry.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise CorpusError(f'{where}: tags must be a list of strings, e.g. tags = ["rag"]')
+    for tag in tags:
+        if len(tag) > MAX_TAG:
+            raise CorpusError(f"{where}: tag {tag[:20]!r}… has {len(tag)} characters; at most {MAX_TAG}")
     note = entry.get("note", "")
     if not isinstance(note, str):
         raise CorpusError(f'{where}: note must be a string in quotes, e.g. note = "why it matters"')
+    if len(note) > MAX_NOTE:
+        raise CorpusError(
+            f"{where}: note has {len(note)} characters; at most {MAX_NOTE} (keep the rest elsewhere)"
+        )
     return PaperRef(arxiv_id=arxiv_id, version=pinned, tags=tuple(tags), note=note)
 
 

@@ -19,6 +19,7 @@ from builder.site.data import write_site_data
 from builder.site.manifest import write_manifest
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
+from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.stages.render import render
 
 
@@ -36,6 +37,7 @@ class BuildOptions:
     arxiv_delay: float = 3.0
     base_url: str | None = None  # overrides the corpus file's (the publishing workflow's Pages path)
     refresh: bool = False  # ask arXiv for the latest version of papers the corpus file does not pin
+    parse_limits: ParseLimits = DEFAULT_LIMITS  # time and memory for one paper's parsing
 
 
 @dataclass
@@ -78,7 +80,9 @@ def parse_papers(
     papers: list[FetchedPaper], options: BuildOptions, report: BuildReport
 ) -> list[tuple[FetchedPaper, ParsedPaper]]:
     with report.timed("parse"):
-        results = parse.parse_papers(papers, options.cache_dir, options.jobs, options.progress)
+        results = parse.parse_papers(
+            papers, options.cache_dir, options.jobs, options.progress, options.parse_limits
+        )
     parsed = []
     for paper, result in zip(papers, results, strict=True):
         if isinstance(result, Failure):

@@ -20,7 +20,9 @@ _WATCH_INTERVAL = 0.5  # seconds
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """Pool initializer: end this process as soon as `parent_pid` (its parent) is gone."""
+    """Pool initializer: end this process as soon as `parent_pid` (its parent) is gone. Ctrl-C reaches
+    the whole process group; the parent alone answers it (and ends its workers), so workers ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

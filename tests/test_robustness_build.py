@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from support import corpus as generated
 from builder.paths import REPO_ROOT
 
 
-def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path) -> subprocess.Popen:
+def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "wasm")])}
     args = ["--corpus", corpus, "--out", out, "--cache", cache, "--mirror", mirror, "--offline"]
     with open(log, "wb") as handle:
@@ -31,6 +32,7 @@ def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path) -
             stderr=subprocess.STDOUT,
             env=env,
             cwd=REPO_ROOT,
+            **popen,
         )
 
 
@@ -104,13 +106,10 @@ def test_parse_workers_die_with_a_killed_build(tmp_path, long_mirror):
     root, cache = tmp_path, tmp_path / "cache"
     corpus = write_corpus(root / "readingroom.toml", LONG_PAPERS)
     build = start_build(corpus, root / "site", cache, long_mirror, root / "parse-kill.log")
-    workers = wait_for(
-        lambda: len(children_of(build.pid)) >= 2 and children_of(build.pid), build, "parse workers"
-    )
-    parsed = wait_for(
-        lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper"
-    )  # they are at work
-    assert len(parsed) < len(LONG_PAPERS) and alive(workers) == workers, "parsing ended before the kill"
+    wait_for(lambda: len(children_of(build.pid)) >= 2, build, "parse workers")
+    parsed = wait_for(lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper")
+    workers = children_of(build.pid)  # each paper has a process of its own: those at work now
+    assert len(parsed) < len(LONG_PAPERS) and workers, "parsing ended before the kill"
     kill_hard(build)
     deadline = time.monotonic() + 10
     while alive(workers) and time.monotonic() < deadline:
@@ -181,3 +180,45 @@ def test_a_build_killed_while_embedding_resumes_from_its_checkpoints(tmp_path, l
     assert report["embedded_chunks"] == report["chunks"] - saved  # nothing embedded twice
     assert not list(cache.glob("embeddings/*/checkpoints/*"))
     assert manifest_files_present(root / "site") == []
+
+
+def test_ctrl_c_ends_a_build_with_one_line(tmp_path, long_mirror):
+    cache = tmp_path / "cache"
+    corpus = write_corpus(tmp_path / "readingroom.toml", LONG_PAPERS)
+    log = tmp_path / "interrupted.log"
+    # SIGINT as a terminal delivers it, even where this suite runs in the background (which ignores it)
+    restore_ctrl_c = partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    build = start_build(
+        corpus, tmp_path / "site", cache, long_mirror, log, start_new_session=True, preexec_fn=restore_ctrl_c
+    )
+    wait_for(lambda: list(cache.glob("parsed/*/*.json")), build, "a parsed paper")
+    os.killpg(build.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the build and its parse processes
+    assert build.wait(timeout=60) == 130
+    output = log.read_text()
+    assert "Traceback" not in output, output
+    assert output.strip().splitlines()[-1] == "interrupted: build stopped; what it finished is kept"
+    assert not children_of(build.pid) and not (tmp_path / "site").exists()
+
+
+def test_two_builds_started_together_on_an_empty_cache_both_succeed_alike(tmp_path, generated_mirror):
+    corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS)
+    sites, logs = (
+        [tmp_path / "site-1", tmp_path / "site-2"],
+        [tmp_path / "build-1.log", tmp_path / "build-2.log"],
+    )
+    builds = [
+        start_build(corpus, site, tmp_path / "cache", generated_mirror, log)
+        for site, log in zip(sites, logs, strict=True)
+    ]
+    codes = [build.wait(timeout=900) for build in builds]
+    assert codes == [0, 0], "\n".join(log.read_text()[-3000:] for log in logs)
+
+    def data_files(site: Path) -> dict[str, bytes]:
+        files = [
+            path for folder in ("data", "model") for path in (site / folder).rglob("*") if path.is_file()
+        ]
+        return {path.relative_to(site).as_posix(): path.read_bytes() for path in files}
+
+    first, second = (data_files(site) for site in sites)
+    assert first and first == second
+    assert not list((tmp_path / "cache").rglob("*.partial")), "a scratch file was left behind"

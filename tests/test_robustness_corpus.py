@@ -1,8 +1,21 @@
-"""Hostile corpus files and base_url values: one clear error naming the file and the fix, never a traceback."""
+"""Hostile corpus files, base_url values, ids, sizes and BibTeX files: one clear error naming the file and the fix, never a traceback."""
+
+import time
 
 import pytest
 
-from builder.config import CorpusError, check_base_url, parse_corpus
+from builder.cli import main
+from builder.commands.bibtex import parse_bibtex
+from builder.config import (
+    MAX_NOTE,
+    MAX_TAG,
+    CorpusError,
+    check_base_url,
+    load_corpus,
+    parse_corpus,
+    split_arxiv_id,
+)
+from builder.stages.fetch.sources import MAX_TITLE, meta_from_mirror
 
 SOURCE = "corpus/x.toml"
 
@@ -57,3 +70,70 @@ def test_base_url_must_be_a_path_on_the_own_host(base_url):
 def test_ordinary_base_urls_pass(base_url):
     check_base_url(base_url)
     assert parse_corpus(f'[site]\nbase_url = "{base_url}"\n', SOURCE).settings.base_url == base_url
+
+
+@pytest.mark.parametrize("raw", ["2005.１１４０１", "２００５.11401", "2005.11401v２", "hep-th/９９01001"])
+def test_ids_in_other_digits_are_refused(raw):
+    with pytest.raises(CorpusError, match="ASCII"):
+        split_arxiv_id(raw)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (f'tags = ["{"t" * (MAX_TAG + 1)}"]', f"has {MAX_TAG + 1} characters; at most {MAX_TAG}"),
+        (f'note = "{"n" * (MAX_NOTE + 1)}"', f"note has {MAX_NOTE + 1} characters; at most {MAX_NOTE}"),
+    ],
+)
+def test_tags_and_notes_have_size_limits(entry, message):
+    with pytest.raises(CorpusError, match=message):
+        parse_corpus(f'[[paper]]\nid = "2005.11401"\n{entry}\n', SOURCE)
+    parse_corpus(
+        f'[[paper]]\nid = "2005.11401"\ntags = ["{"t" * MAX_TAG}"]\nnote = "{"n" * MAX_NOTE}"\n', SOURCE
+    )
+
+
+def test_a_long_title_is_cut_with_one_warning(caplog):
+    record = {"title": "word " * 1_000, "version": "v1"}
+    meta = meta_from_mirror(record, "2005.11401", "meta/2005.11401.json")
+    assert len(meta.title) == MAX_TITLE and meta.title.endswith("…")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"2005.11401: title of 4999 characters cut to {MAX_TITLE}"
+    ]
+
+
+BAD_BIB = """
+@comment{ @article{commented, eprint = {2001.00001}} }
+@preamble{ "\\newcommand{\\x}{y}" }
+@string{ arxiv = "arXiv" }
+@article{good, eprint = {2005.11401}, archivePrefix = {arXiv}}
+@article{implausible, journal = {arXiv preprint arXiv:2013.12345}}
+@article{fullwidth, eprint = {2005.１１４０１}, archivePrefix = {arXiv}}
+@misc{plain, title = {No preprint}}
+@article{also-good, note = {arXiv:1706.03762v5}}
+"""
+
+
+def test_import_bibtex_skips_bad_entries_one_line_each(tmp_path, capsys):
+    corpus = tmp_path / "readingroom.toml"
+    corpus.write_text("[site]\ntitle = 'x'\n")
+    bib = tmp_path / "refs.bib"
+    bib.write_text(BAD_BIB)
+    assert main(["import-bibtex", "--corpus", str(corpus), str(bib)]) == 0
+    out, err = capsys.readouterr()
+    assert "5 entries, 2 with an arXiv id, 2 added" in out
+    skipped = err.rstrip().splitlines()
+    assert len(skipped) == 3
+    assert skipped[0].startswith("  skipped implausible: journal names '2013.12345' is not an arXiv id")
+    assert skipped[1].startswith("  skipped fullwidth: eprint names") and "ASCII" in skipped[1]
+    assert skipped[2] == "  skipped plain: no arXiv eprint"
+    assert [p.arxiv_id for p in load_corpus(corpus).papers] == ["2005.11401", "1706.03762"]
+
+
+@pytest.mark.parametrize(
+    "text", ["@article{k, title = " + "{" * 30_000, "@a{" * 10_000, "@article{k, t=" + "{x}" * 10_000]
+)
+def test_bibtex_parsing_is_linear(text):
+    started = time.perf_counter()
+    parse_bibtex(text)
+    assert time.perf_counter() - started < 0.5

@@ -285,3 +285,30 @@ def test_actionlint_finds_nothing():
         )
     done = subprocess.run([actionlint, "-no-color", str(WORKFLOW)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_job_has_a_timeout(workflow):
+    missing = [
+        name for name, job in workflow["jobs"].items() if not isinstance(job.get("timeout-minutes"), int)
+    ]
+    assert not missing, f"jobs without timeout-minutes: {missing}"
+
+
+def test_the_tools_pip_installs_are_pinned(workflow):
+    pinned = {}
+    for line in (REPO_ROOT / ".github" / "tool-versions.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert re.fullmatch(r"[0-9][0-9.]*", version), f"{line!r} is not pinned to one version"
+            pinned[name] = version
+    installing = [
+        step
+        for job in workflow["jobs"].values()
+        for step in job.get("steps", [])
+        if step.get("run", "").startswith("pip install")
+    ]
+    assert installing
+    for step in installing:
+        assert step["env"]["PIP_CONSTRAINT"] == "${{ github.workspace }}/.github/tool-versions.txt"
+        installs = step["run"].split("&&")[0].split()[2:]
+        assert set(installs) <= set(pinned), f"{installs} not all pinned in tool-versions.txt"

@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from builder.config import split_arxiv_id
+from builder.config import CorpusError, split_arxiv_id
 
 ENTRY_START = re.compile(r"@(\w+)\s*\{", re.ASCII)
 FIELD_NAME = re.compile(r"\s*,?\s*([A-Za-z][\w\-]*)\s*=\s*", re.ASCII)
+BARE_VALUE = re.compile(r"[^,}]*")
 ARXIV_IN_TEXT = re.compile(
     r"(?:arxiv(?:\.org/(?:abs|pdf)/|\s*:\s*|\s+preprint\s+arxiv\s*:\s*))"
     r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z\-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 
@@ -24,12 +25,15 @@ class BibEntry:
 
 
 def parse_bibtex(text: str) -> list[BibEntry]:
+    """The entries in `text`, read front to back in one pass: an entry's body (and a `@comment`'s,
+    `@preamble`'s or `@string`'s, which are skipped) is never searched again for entries inside it."""
     entries = []
-    for match in ENTRY_START.finditer(text):
+    position = 0
+    while match := ENTRY_START.search(text, position):
+        body, position = _braced(text, match.end() - 1)
         kind = match[1].lower()
         if kind in ("comment", "preamble", "string"):
             continue
-        body, _ = _braced(text, match.end() - 1)
         key, _, rest = body.partition(",")
         entries.append(BibEntry(key=key.strip(), kind=kind, fields=_fields(rest)))
     return entries
@@ -60,23 +64,30 @@ def _fields(body: str) -> dict[str, str]:
             end = len(body) if end < 0 else end
             value, position = body[position + 1 : end], end + 1
         else:
-            value = re.split(r"[,}]", body[position:], maxsplit=1)[0]  # up to the next ',' or '}'
-            position += len(value)
+            bare = BARE_VALUE.match(body, position)  # up to the next ',' or '}'
+            value, position = (bare[0], bare.end()) if bare else ("", position)
         fields[name] = " ".join(value.split())
     return fields
 
 
 def arxiv_id_of(entry: BibEntry) -> tuple[str, str | None] | None:
-    """The entry's arXiv id from `eprint` (with archivePrefix arXiv), or from a journal/url/note mention."""
+    """The entry's arXiv id from `eprint` (with archivePrefix arXiv), or from a journal/url/note mention;
+    None when it has none; CorpusError (naming the entry) when what it names is no plausible id."""
     eprint = entry.fields.get("eprint", "")
     prefix = entry.fields.get("archiveprefix", entry.fields.get("eprinttype", "arxiv")).lower()
+    problem = None
     if eprint and prefix == "arxiv":
         try:
             return split_arxiv_id(eprint)
-        except ValueError:
-            pass
+        except CorpusError as exc:
+            problem = CorpusError(f"{entry.key}: eprint names {exc}")
     for name in ("journal", "url", "note", "howpublished", "volume", "booktitle"):
         found = ARXIV_IN_TEXT.search(entry.fields.get(name, ""))
         if found:
-            return split_arxiv_id(found[1])
+            try:
+                return split_arxiv_id(found[1])
+            except CorpusError as exc:
+                problem = problem or CorpusError(f"{entry.key}: {name} names {exc}")
+    if problem:
+        raise problem
     return None

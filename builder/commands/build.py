@@ -16,6 +16,7 @@ from builder.stages import fetch
 
 if TYPE_CHECKING:
     from builder.pipeline import BuildOptions
+    from builder.stages.parse.bounded import ParseLimits
 
 
 def _mirror(args: argparse.Namespace) -> Path | None:
@@ -43,7 +44,17 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         arxiv_delay=args.arxiv_delay,
         base_url=_base_url(args),
         refresh=args.refresh or refresh_from_env(),
+        parse_limits=_parse_limits(args),
     )
+
+
+def _parse_limits(args: argparse.Namespace) -> ParseLimits:
+    """The build command's limits; `fetch`, which parses nothing, has the defaults."""
+    from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
+
+    if not hasattr(args, "parse_timeout"):
+        return DEFAULT_LIMITS
+    return ParseLimits(seconds=args.parse_timeout, memory_mb=args.parse_memory)
 
 
 def _base_url(args: argparse.Namespace) -> str | None:

@@ -63,13 +63,17 @@ def cmd_import_bibtex(args: argparse.Namespace) -> int:
     entries = parse_bibtex(args.file.read_text(encoding="utf-8", errors="replace"))
     ids, skipped = [], []
     for entry in entries:
-        hit = arxiv_id_of(entry)
+        try:
+            hit = arxiv_id_of(entry)
+        except config.CorpusError as exc:  # one implausible id skips its entry, not the whole file
+            skipped.append(f"{exc}")
+            continue
         if hit:
             ids.append(hit[0] + (hit[1] or ""))
         else:
-            skipped.append(entry.key)
+            skipped.append(f"{entry.key}: no arXiv eprint")
     added = config.add_papers(args.corpus, _refs(ids, args.tag)) if ids else []
     print(f"{len(entries)} entries, {len(ids)} with an arXiv id, {len(added)} added to {args.corpus}")
-    for key in skipped:
-        print(f"  skipped {key}: no arXiv eprint", file=sys.stderr)
+    for why in skipped:
+        print(f"  skipped {why}", file=sys.stderr)
     return 0

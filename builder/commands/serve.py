@@ -20,7 +20,7 @@ from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from builder.config import CorpusError, check_base_url
 
@@ -75,27 +75,44 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def __init__(self, *args, base_url: str, quiet: bool, **kwargs):
         self.base_url = base_url
+        # Paths are compared decoded: a browser asks for "/my%20list/" or "/caf%C3%A9/" for a base_url
+        # written either way.
+        self.site_prefix = unquote(base_url)
         self.quiet = quiet
         super().__init__(*args, **kwargs)
 
+    def parse_request(self) -> bool:
+        """Only HTTP/1.0 and 1.1 are served: an HTTP/0.9 reply would have no status line at all."""
+        if not super().parse_request():
+            return False
+        if self.request_version in ("HTTP/1.0", "HTTP/1.1"):
+            return True
+        if self.request_version == "HTTP/0.9":
+            self.send_error(HTTPStatus.BAD_REQUEST, "HTTP/0.9 is not served")
+        else:
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"{self.request_version} is not served")
+        return False
+
     def send_head(self):
-        path = urlsplit(self.path).path
-        if "\x00" in unquote(path):  # no file name holds NUL; the file system calls would raise
+        path = unquote(urlsplit(self.path).path)
+        if "\x00" in path:  # no file name holds NUL; the file system calls would raise
             self.send_error(HTTPStatus.BAD_REQUEST, "NUL in the path")
             return None
         if path == "/" and self.base_url != "/":
             self.send_response(HTTPStatus.FOUND)
-            self.send_header("Location", self.base_url)
+            self.send_header("Location", quote(self.base_url, safe="/%"))  # a header is ASCII
             self.send_header("Content-Length", "0")
             self.end_headers()
             return None
-        if not path.startswith(self.base_url) and path + "/" != self.base_url:
+        if not path.startswith(self.site_prefix) and path + "/" != self.site_prefix:
             self.send_error(HTTPStatus.NOT_FOUND, f"outside the site's base_url {self.base_url}")
             return None
         return super().send_head()
 
     def send_error(self, code, message=None, explain=None):
         """Like Pages, a missing file inside the site gets the site's own 404.html, with status 404."""
+        if self.request_version == "HTTP/0.9":  # the default before a request line is read: no status line
+            self.request_version = "HTTP/1.0"
         page = Path(self.directory) / "404.html"
         if code != HTTPStatus.NOT_FOUND or not page.is_file():
             super().send_error(code, message, explain)
@@ -115,11 +132,13 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         path = unquote(urlsplit(path).path)
-        inside = path[len(self.base_url) :] if path.startswith(self.base_url) else ""
-        return super().translate_path("/" + inside)
+        inside = path[len(self.site_prefix) :] if path.startswith(self.site_prefix) else ""
+        return super().translate_path("/" + quote(inside))  # quoted again: the parent class unquotes
 
     def end_headers(self):
-        self.send_header("Cache-Control", self.cache_policy(urlsplit(self.path).path))
+        # A request line too long or malformed is answered before `path` is read from it.
+        path = urlsplit(getattr(self, "path", "")).path
+        self.send_header("Cache-Control", self.cache_policy(path))
         super().end_headers()
 
     def cache_policy(self, path: str) -> str:
@@ -135,6 +154,10 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
 class SiteServer(ThreadingHTTPServer):
     """A browser that leaves mid-download (a closed tab, a cancelled fetch) is no error worth a traceback."""
+
+    # Connections a page opens at once (its data files, the runtime, the workers' downloads) wait in
+    # the listen queue; the default of 5 drops some of 20 parallel clients into a 60 s retry.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], ConnectionError):

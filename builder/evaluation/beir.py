@@ -25,6 +25,7 @@ import numpy as np
 from builder.evaluation.metrics import evaluate
 from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
+from builder.scratch import write_atomically
 from readingroom_core.sitedata import (
     ChunkTable,
     DataFiles,
@@ -159,7 +160,7 @@ def embedding_cache_path(cache_dir: Path, dataset: str, weights_sha256: str, fin
 
 def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) -> tuple[np.ndarray, bool]:
     """Unit float32 rows for `texts`, from the cache when it holds them; (vectors, whether computed)."""
-    from builder.stages.embed import encode
+    from builder.stages.embed import encode, save_npy
 
     if cache_path.exists():
         vectors = np.load(cache_path)
@@ -167,9 +168,7 @@ def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) 
             return vectors, False
     vectors = encode(model, texts, batch_size=64, progress=progress)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache_path.with_suffix(".partial.npy")
-    np.save(partial, vectors)
-    partial.replace(cache_path)
+    write_atomically(cache_path, lambda scratch: save_npy(scratch, vectors))
     return vectors, True
 
 

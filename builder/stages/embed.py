@@ -29,6 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from builder.models import IngestedPaper, Settings, file_stem
+from builder.scratch import write_atomically, write_text_atomically
 from builder.stages.encoder import document_encoder_path
 
 if TYPE_CHECKING:
@@ -166,10 +167,11 @@ class DocumentEncoder:
         from builder.stages.encoder.onnx_graph import OUTPUT_NAME, export_document_encoder
 
         if not self.onnx_path.exists():
-            scratch = self.onnx_path.with_name(self.onnx_path.name + ".partial")
             passages = [p for _, relevant, irrelevant in SANITY_PAIRS for p in (relevant, irrelevant)]
-            export_document_encoder(self.model_dir, scratch, [q for q, _, _ in SANITY_PAIRS] + passages)
-            scratch.replace(self.onnx_path)
+            texts = [q for q, _, _ in SANITY_PAIRS] + passages
+            write_atomically(
+                self.onnx_path, lambda scratch: export_document_encoder(self.model_dir, scratch, texts)
+            )
         tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(self.identity.max_tokens)
         tokenizer.no_padding()
@@ -300,18 +302,15 @@ class EmbeddingCache:
     def store(self, arxiv_id: str, keys: list[str], vectors: np.ndarray) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         keys_path, vectors_path = self._paths(arxiv_id)
-        np.save(vectors_path.with_suffix(".tmp.npy"), vectors.astype(np.float32))
-        vectors_path.with_suffix(".tmp.npy").replace(vectors_path)
-        keys_path.write_text(json.dumps(keys))
+        write_atomically(vectors_path, lambda scratch: save_npy(scratch, vectors.astype(np.float32)))
+        write_text_atomically(keys_path, json.dumps(keys))
 
     def checkpoint(self, arxiv_ids: list[str], keys: list[str], vectors: np.ndarray) -> None:
         """Keep one batch of fresh vectors on disk at once (written whole or not at all)."""
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         path = self.checkpoints / f"{time.time_ns()}-{os.getpid()}.npz"
-        partial = path.with_suffix(".partial")
-        with open(partial, "wb") as handle:
-            np.savez(handle, ids=np.array(arxiv_ids), keys=np.array(keys), vectors=vectors.astype(np.float32))
-        partial.replace(path)
+        arrays = {"ids": np.array(arxiv_ids), "keys": np.array(keys), "vectors": vectors.astype(np.float32)}
+        write_atomically(path, lambda scratch: _save_npz(scratch, arrays))
 
     def clear_checkpoints(self) -> None:
         shutil.rmtree(self.checkpoints, ignore_errors=True)
@@ -331,6 +330,16 @@ class EmbeddingCache:
                 for arxiv_id, key, vector in zip(ids.tolist(), keys.tolist(), vectors, strict=True):
                     self._resumed.setdefault(arxiv_id, {})[key] = vector
         return self._resumed
+
+
+def save_npy(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:  # a handle: np.save would add ".npy" to a scratch name
+        np.save(handle, array)
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -237,3 +237,19 @@ def write_tex_formula(path: Path, font_name: str = "TestTeXMath", glyphs: dict |
     doc.save(path)
     doc.close()
     return path
+
+
+def write_inflating(path: Path, repeats: int = 200_000) -> Path:
+    """A one-page PDF of ~30 KB whose content stream inflates ~300:1 into `repeats` text operators at one
+    spot: a few seconds and hundreds of MB of parsing (the shape of issue 25's stalling PDF)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "A page whose text never ends.", fontname="helv")
+    xref = page.get_contents()[0]
+    operators = b"".join(
+        b"BT /helv 9 Tf %d 700 Td (word1) Tj ET\n" % (50 + (i % 2) * 300) for i in range(repeats)
+    )
+    doc.update_stream(xref, doc.xref_stream(xref) + operators, compress=True)
+    path.write_bytes(doc.tobytes(deflate=True))
+    doc.close()
+    return path

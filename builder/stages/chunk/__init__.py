@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 
 from tqdm import tqdm
 
 from builder.models import Chunk, Failure, FetchedPaper, IngestedPaper, ParsedPaper
+from builder.scratch import write_text_atomically
 from builder.stages.chunk import chunker
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, chunk_paper
 from builder.stages.parse import PARSER_VERSION
@@ -82,6 +82,4 @@ def _read_chunks(path: Path) -> list[Chunk] | None:
 
 def _write_chunks(path: Path, chunks: list[Chunk]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps([asdict(c) for c in chunks], ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomically(path, json.dumps([asdict(c) for c in chunks], ensure_ascii=False))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from builder.scratch import make_folder_atomically
 from builder.stages.encoder.char_classes import build_char_classes
 from builder.stages.encoder.onnx_graph import INPUT_NAMES, OUTPUT_NAME, export_fp32, read_pooling
 from builder.stages.encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, quantize_file
@@ -96,12 +96,12 @@ def cached_query_encoder(model_dir: Path, identity: ModelIdentity, cache_dir: Pa
         char_classes=folder / "char_classes.json",
         config=folder / "config.json",
     )
-    if not all(path.exists() for path in (files.onnx, files.vocab, files.char_classes, files.config)):
-        scratch = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(scratch, ignore_errors=True)
-        export_query_encoder(model_dir, scratch)
-        shutil.rmtree(folder, ignore_errors=True)
-        scratch.replace(folder)
+    names = (files.onnx.name, files.vocab.name, files.char_classes.name, files.config.name)
+    make_folder_atomically(
+        folder,
+        complete=lambda candidate: all((candidate / name).is_file() for name in names),
+        fill=lambda scratch: export_query_encoder(model_dir, scratch),
+    )
     return files
 
 

@@ -33,6 +33,7 @@ from tqdm import tqdm
 from builder.config import CorpusError, lock_path_for, split_arxiv_id
 from builder.models import Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef
 from builder.paths import DEFAULT_CORPUS
+from builder.scratch import exclusive
 from builder.stages.fetch.arxiv_api import ArxivApi, meta_from_result
 from builder.stages.fetch.download import Fatal, GaveUp, Network, short_error
 from builder.stages.fetch.sources import (
@@ -353,6 +354,16 @@ class _Fetcher:
         pdf, part = folder / "paper.pdf", folder / "paper.pdf.part"
         url = pdf_url or meta.pdf_url
         url = re.sub(r"^http://(export\.)?arxiv\.org/", "https://arxiv.org/", url)
+        # One build downloads a paper at a time (another build sharing the cache waits, then finds it);
+        # the leftover `part` of a killed run is resumed, so it cannot be per process.
+        with exclusive(folder / "paper.pdf.lock"):
+            if not self._downloaded(ref, meta, url, pdf, part):
+                return
+        Cache.complete(folder, meta)  # after the PDF: both present = complete
+        self._accept(ref, meta, pdf, "arxiv")
+
+    def _downloaded(self, ref: PaperRef, meta: PaperMeta, url: str, pdf: Path, part: Path) -> bool:
+        """`pdf` present, downloaded now if needed; False (after a failure line) when it could not be."""
         # paper.pdf without meta.json: a run that died between the two writes; the PDF was checked.
         if not pdf.is_file():
             if self.network.down:
@@ -361,7 +372,7 @@ class _Fetcher:
                     f"{meta.versioned_id} was not downloaded: {self.network.down}",
                     "run again later; finished papers stay cached",
                 )
-                return
+                return False
             try:
                 self.network.download(meta.versioned_id, url, part)
             except Fatal as err:
@@ -370,7 +381,7 @@ class _Fetcher:
                     f"downloading {meta.versioned_id} failed: {err.message}",
                     "check the paper on arxiv.org; run again later if it is a temporary problem",
                 )
-                return
+                return False
             except GaveUp as err:
                 self.network.gave_up(err)
                 self._fail(
@@ -378,7 +389,6 @@ class _Fetcher:
                     f"downloading {meta.versioned_id} failed: {err.message}",
                     "run again later: a partial download resumes, finished papers stay cached",
                 )
-                return
+                return False
             os.replace(part, pdf)
-        Cache.complete(folder, meta)  # after the PDF: both present = complete
-        self._accept(ref, meta, pdf, "arxiv")
+        return True

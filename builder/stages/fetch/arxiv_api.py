@@ -12,7 +12,7 @@ import requests
 
 from builder.models import PaperMeta
 from builder.stages.fetch.download import Fatal, GaveUp, Network, TryAgain, parse_retry_after, short_error
-from builder.stages.fetch.sources import clean
+from builder.stages.fetch.sources import clean, clean_title
 
 _SHORT_ID = re.compile(r"^(?P<id>.+?)(?P<version>v\d+)$")
 
@@ -34,7 +34,7 @@ def meta_from_result(result: arxiv.Result) -> PaperMeta:
     return PaperMeta(
         arxiv_id=arxiv_id,
         version=version,
-        title=clean(result.title),
+        title=clean_title(result.title, arxiv_id),
         authors=[clean(a.name) for a in result.authors],
         abstract=clean(result.summary),
         categories=list(result.categories),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.models import PaperMeta, file_stem
+from builder.scratch import write_text_atomically
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,19 @@ VERSION_RE = re.compile(r"v[1-9]\d*")
 
 def clean(text: str) -> str:
     return " ".join(text.split())
+
+
+MAX_TITLE = 1_000  # characters; arXiv's longest real titles are a few hundred
+
+
+def clean_title(text: str, arxiv_id: str) -> str:
+    """The title with its whitespace cleaned, cut to MAX_TITLE characters (with one warning line): every
+    page of the site shows it, and Ask's evidence budget counts it."""
+    title = clean(text)
+    if len(title) <= MAX_TITLE:
+        return title
+    log.warning("%s: title of %d characters cut to %d", arxiv_id, len(title), MAX_TITLE)
+    return title[: MAX_TITLE - 1] + "…"
 
 
 def sha256_file(path: Path) -> str:
@@ -65,7 +78,7 @@ def meta_from_mirror(data: Mapping[str, Any], arxiv_id: str, where: str) -> Pape
     return PaperMeta(
         arxiv_id=arxiv_id,
         version=_version(data, where),
-        title=clean(_text(data, "title", where, required=True)),
+        title=clean_title(_text(data, "title", where, required=True), arxiv_id),
         authors=_strings(data, "authors", where),
         categories=_strings(data, "categories", where),
         updated=_text(data, updated, where),
@@ -154,9 +167,7 @@ def cache_paper_dir(cache_dir: Path, arxiv_id: str, version: str) -> Path:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 class Cache:

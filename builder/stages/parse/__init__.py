@@ -10,22 +10,20 @@ are cached per PDF checksum and PARSER_VERSION: parsing is the slow step of a re
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pymupdf
 from tqdm import tqdm
 
 from builder.models import Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper
+from builder.scratch import write_text_atomically
+from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits, run_bounded
 from builder.stages.parse.flags import page_flag
 from builder.stages.parse.glyphs import FontGlyphs
 from builder.stages.parse.layout import body_font_size, drop_running_lines, merge_rows, reading_order
 from builder.stages.parse.page import read_page
 from builder.stages.parse.paragraphs import Paragraph, Vocabulary, split_paragraphs
 from builder.stages.parse.sections import find_references, find_sections
-from builder.workers import die_with_parent
 
 PARSER_VERSION = "3"  # part of the parse cache's key: it moves whenever the parser's output changes
 
@@ -130,22 +128,34 @@ def _open_document(path: Path) -> pymupdf.Document:
     return doc
 
 
+def _cache_path(paper: FetchedPaper, cache_dir: Path) -> Path:
+    return cache_dir / "parsed" / PARSER_VERSION / f"{paper.pdf_sha256}.json"
+
+
+def read_cached(paper: FetchedPaper, cache_dir: Path) -> ParsedPaper | None:
+    """The parsed paper kept at `<cache>/parsed/<PARSER_VERSION>/<pdf sha256>.json`, if any."""
+    path = _cache_path(paper, cache_dir)
+    if not path.exists():
+        return None
+    return ParsedPaper.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
 def parse_cached(paper: FetchedPaper, cache_dir: Path) -> ParsedPaper:
-    """The parsed paper from `<cache>/parsed/<PARSER_VERSION>/<pdf sha256>.json`, else parsed and kept there."""
-    path = cache_dir / "parsed" / PARSER_VERSION / f"{paper.pdf_sha256}.json"
-    if path.exists():
-        return ParsedPaper.from_json(json.loads(path.read_text(encoding="utf-8")))
+    """The parsed paper from the cache, else parsed and kept there."""
+    cached = read_cached(paper, cache_dir)
+    if cached is not None:
+        return cached
     parsed = parse_pdf(Path(paper.pdf_path), paper.meta.arxiv_id)
+    path = _cache_path(paper, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(parsed.to_json(), ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomically(path, json.dumps(parsed.to_json(), ensure_ascii=False))
     return parsed
 
 
 def parse_or_failure(job: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
-    """One paper (a process pool's job: the paper and the cache folder); a PDF that breaks the parser
-    becomes a Failure, never an exception that stops the build."""
+    """One paper (a job: the paper and the cache folder); a PDF that breaks the parser becomes a
+    Failure, never an exception that stops the build. MemoryError goes up: it means the paper's
+    process is over its memory limit, which the caller reports as such."""
     paper, cache_dir = job
     arxiv_id = paper.meta.arxiv_id
     try:
@@ -158,6 +168,8 @@ def parse_or_failure(job: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
         return Failure(arxiv_id, "parse", exc.reason, hint)
     except ParseError as exc:
         return Failure(arxiv_id, "parse", exc.reason, exc.hint)
+    except MemoryError:
+        raise
     except Exception as exc:
         return Failure(
             arxiv_id,
@@ -167,19 +179,33 @@ def parse_or_failure(job: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
         )
 
 
+def over_limit(job: tuple[FetchedPaper, Path], why: str) -> Failure:
+    """The failure line of a paper that went over a parse limit (`why` names the limit and its option)."""
+    paper, _ = job
+    return Failure(
+        paper.meta.arxiv_id,
+        "parse",
+        f"{Path(paper.pdf_path).name} {why}",
+        "if the paper is genuine, build again with that limit raised; otherwise remove it from the reading list",
+    )
+
+
 def parse_papers(
-    papers: list[FetchedPaper], cache_dir: Path, jobs: int, progress: bool
+    papers: list[FetchedPaper],
+    cache_dir: Path,
+    jobs: int,
+    progress: bool,
+    limits: ParseLimits = DEFAULT_LIMITS,
 ) -> list[ParsedPaper | Failure]:
-    """Every paper parsed (or taken from the cache), in order, by a pool of `jobs` processes that die
-    with the build."""
-    work = [(paper, cache_dir) for paper in papers]
-
-    def counted(results: Iterable[ParsedPaper | Failure]) -> Iterable[ParsedPaper | Failure]:
-        return tqdm(results, desc="parse", unit="paper", total=len(work), disable=not progress)
-
-    if jobs <= 1 or len(work) <= 1:
-        return list(counted(parse_or_failure(job) for job in work))
-    with ProcessPoolExecutor(
-        max_workers=min(jobs, len(work)), initializer=die_with_parent, initargs=(os.getpid(),)
-    ) as pool:
-        return list(counted(pool.map(parse_or_failure, work)))
+    """Every paper parsed (or taken from the cache), in order; each paper not in the cache is parsed
+    in a process of its own under `limits`, `jobs` at a time."""
+    results: list[ParsedPaper | Failure | None] = [read_cached(paper, cache_dir) for paper in papers]
+    todo = [index for index, result in enumerate(results) if result is None]
+    work = [(papers[index], cache_dir) for index in todo]
+    with tqdm(
+        desc="parse", unit="paper", total=len(papers), initial=len(papers) - len(todo), disable=not progress
+    ) as bar:
+        for position, result in run_bounded(work, parse_or_failure, over_limit, limits, jobs):
+            results[todo[position]] = result
+            bar.update()
+    return [result for result in results if result is not None]

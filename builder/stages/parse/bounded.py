@@ -1,0 +1,145 @@
+"""Each paper is parsed in its own short-lived process, under a time limit and a memory limit.
+
+One small hostile PDF (a content stream that inflates ~1000:1) can keep the parser busy for minutes and
+take gigabytes. MuPDF's C code cannot be interrupted from Python (`signal.alarm` waits for it to
+return), so a paper over its time is ended from outside: its process gets SIGKILL. Its memory is capped
+inside its process (RLIMIT_AS), so allocations past the limit fail there, in MuPDF or in Python, and not
+in the build. Either way the paper becomes one Failure naming the limit; the other papers go on.
+MuPDF has no cap of its own on a stream's decompressed size; the memory limit is what bounds it.
+
+The defaults come from parsing every PDF of ../shared/arxiv-mirror one per process: the slowest takes
+well under a second and none peaks above 100 MB, so the defaults leave room for papers a hundred times
+longer on a busy machine while ending a hostile one within a minute.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Generic, TypeVar
+
+from builder.workers import die_with_parent
+
+DEFAULT_SECONDS = 60.0
+DEFAULT_MEMORY_MB = 2048
+
+Job = TypeVar("Job")
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    seconds: float = DEFAULT_SECONDS  # wall time of one paper
+    memory_mb: int = DEFAULT_MEMORY_MB  # address space one paper may add to its process
+
+
+DEFAULT_LIMITS = ParseLimits()
+OVER_MEMORY = 75  # a parse process's exit status when an allocation failed under its memory limit
+
+
+@dataclass
+class _Running(Generic[Job]):
+    index: int
+    job: Job
+    process: multiprocessing.process.BaseProcess
+    results: Connection
+    deadline: float
+
+
+def run_bounded(
+    jobs: list[Job],
+    work: Callable[[Job], Result],
+    over_limit: Callable[[Job, str], Result],
+    limits: ParseLimits,
+    parallel: int,
+) -> Iterator[tuple[int, Result]]:
+    """(index, result) for every job as it finishes, at most `parallel` at a time, each in a fresh
+    process; a job over a limit, or whose process dies, gives `over_limit(job, why)` instead. Processes
+    still running when the caller stops (Ctrl-C, an error) are killed."""
+    context = multiprocessing.get_context("fork")  # cheap: the parent has the parser imported already
+    waiting = list(enumerate(jobs))
+    running: dict[Connection, _Running[Job]] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < max(1, parallel):
+                index, job = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_child, args=(send, work, job, limits.memory_mb, os.getpid())
+                )
+                process.start()
+                send.close()
+                running[receive] = _Running(index, job, process, receive, time.monotonic() + limits.seconds)
+            soonest = min(entry.deadline for entry in running.values())
+            for ready in wait(list(running), timeout=max(0.0, soonest - time.monotonic())):
+                entry = running.pop(ready)  # type: ignore[call-overload]  # wait() returns what it was given
+                yield entry.index, _collect(entry, over_limit, limits)
+            now = time.monotonic()
+            for connection, entry in list(running.items()):
+                if entry.deadline <= now:
+                    del running[connection]
+                    _end(entry)
+                    yield (
+                        entry.index,
+                        over_limit(
+                            entry.job,
+                            f"took longer than the parse time limit ({limits.seconds:g} s, --parse-timeout)",
+                        ),
+                    )
+    finally:
+        for entry in running.values():
+            _end(entry)
+
+
+def _collect(entry: _Running[Job], over_limit: Callable[[Job, str], Result], limits: ParseLimits) -> Result:
+    try:
+        result = entry.results.recv()
+    except EOFError:  # the process ended without an answer: over its memory, or a crash in C code
+        entry.process.join()
+        code = entry.process.exitcode
+        if code in (OVER_MEMORY, -signal.SIGKILL):  # SIGKILL from outside: the kernel's out-of-memory killer
+            memory = f"({limits.memory_mb} MB, --parse-memory)"
+            return over_limit(entry.job, f"needed more than the parse memory limit {memory}")
+        return over_limit(entry.job, f"ended its parser process without a result (exit status {code})")
+    finally:
+        entry.results.close()
+    entry.process.join()
+    return result
+
+
+def _end(entry: _Running) -> None:
+    entry.process.kill()
+    entry.process.join()
+    entry.results.close()
+
+
+def _child(send: Connection, work: Callable, job: object, memory_mb: int, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
+    _limit_memory(memory_mb)
+    try:
+        result = work(job)
+    except MemoryError:  # an allocation over the limit, in MuPDF or in Python: no room left to report it
+        os._exit(OVER_MEMORY)
+    send.send(result)
+    send.close()
+
+
+def _limit_memory(memory_mb: int) -> None:
+    """Cap this process's address space at what it holds now plus `memory_mb`: the forked parent's
+    mappings (numpy, the tokenizer…) are already counted, so the limit is what parsing may add."""
+    try:
+        with open("/proc/self/statm") as statm:
+            held = int(statm.read().split()[0]) * resource.getpagesize()
+    except OSError:  # no /proc: not Linux, where RLIMIT_AS is not enforced anyway
+        return
+    limit = held + memory_mb * 1024 * 1024
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(
+        resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard)
+    )
