@@ -19,6 +19,7 @@ import os
 import resource
 import signal
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -63,12 +64,12 @@ def run_bounded(
     process; a job over a limit, or whose process dies, gives `over_limit(job, why)` instead. Processes
     still running when the caller stops (Ctrl-C, an error) are killed."""
     context = multiprocessing.get_context("fork")  # cheap: the parent has the parser imported already
-    waiting = list(enumerate(jobs))
+    waiting = deque(enumerate(jobs))
     running: dict[Connection, _Running[Job]] = {}
     try:
         while waiting or running:
             while waiting and len(running) < max(1, parallel):
-                index, job = waiting.pop(0)
+                index, job = waiting.popleft()
                 receive, send = context.Pipe(duplex=False)
                 process = context.Process(
                     target=_child, args=(send, work, job, limits.memory_mb, os.getpid())
