@@ -48,7 +48,7 @@ TRUE = [
     "The effect of the learning rate is significant",
     "The e\ufb00ect of the learning rate is signi- \ufb01cant",
     "significant for flexible domain data",
-    "During pre-training, the \"Retrieve-Read\" framework",
+    'During pre-training, the "Retrieve-Read" framework',
     "Dur- ing pre-train- ing, the \u201cRetrieve\u2014Read\u201d framework",
     "During pretraining, the 'Retrieve\u2014Read' framework",
     "is used for 10-20 epochs",
@@ -144,7 +144,9 @@ def test_an_altered_quote_does_not(quote):
 def test_the_table_is_large_and_the_verifier_agrees_with_it():
     assert len(TRUE) + len(ALTERED) >= 60
     quotes = TRUE + ALTERED
-    answer = " ".join(f'Claim {n} [arXiv:{PAPER} p.4 "{q.replace(chr(34), chr(39))}"].' for n, q in enumerate(quotes))
+    answer = " ".join(
+        f'Claim {n} [arXiv:{PAPER} p.4 "{q.replace(chr(34), chr(39))}"].' for n, q in enumerate(quotes)
+    )
     evidence = {
         "sources": [{"n": 1, "arxiv_id": PAPER, "page_start": 4, "page_end": 4, "text": PAGE}],
         "pages": {PAPER: {"4": PAGE}},

@@ -1,7 +1,9 @@
 """Checking an answer's citations against the page text of the sources it was given.
 
 Verification, for each citation:
-- "invented": the id is not the id of any source (version suffixes ignored);
+- "invented": the id is not the id of any source;
+- "version_not_found": the id names a version (`v97`) other than the one the site holds (an id without a
+  version names the one the site holds), so its PDF link would point at another text;
 - "page_not_found": a cited page lies outside every page span of that paper's sources;
 - "no_quote": no quote, or one under 3 words / 12 letters, so nothing can be checked;
 - "quote_not_found": the quote is not in the cited page's text (the reason says where it is if it is on
@@ -73,6 +75,7 @@ class SourceSpan:
     page_start: int
     page_end: int
     text: str
+    version: str = ""  # the version the site holds, such as "v2"; "" when the site does not say
 
 
 # --- matching ----------------------------------------------------------------------------------------
@@ -130,10 +133,8 @@ def _resolve(pieces: list[tuple[str, int]]) -> list[str]:
     for i in range(count - 1, -1, -1):
         next_solid[i] = i if chars[i] != _SPACE else next_solid[i + 1]
     out = chars[:]
-    previous_solid = -1
     for i, char in enumerate(chars):
         after = chars[next_solid[i + 1]] if next_solid[i + 1] < count else ""
-        before = chars[previous_solid] if previous_solid >= 0 else ""
         if char == "-":
             if after.isdigit():
                 out[i] = "-"
@@ -146,12 +147,9 @@ def _resolve(pieces: list[tuple[str, int]]) -> list[str]:
         elif char in _NUMBER_MARKS:
             joins_digits = 0 < i < count - 1 and chars[i - 1].isdigit() and chars[i + 1].isdigit()
             out[i] = char if joins_digits else _SPACE
-        if out[i] not in (_SPACE, _DROP):
-            previous_solid = i
     return out
 
 
-@lru_cache(maxsize=512)
 def canonical(text: str) -> tuple[str, tuple[int, ...]]:
     """The one rule by which a quote matches page text, and each kept character's offset in `text`.
 
@@ -160,7 +158,7 @@ def canonical(text: str) -> tuple[str, tuple[int, ...]]:
     carries no meaning, spacing around symbols, and hyphens inside a word ("re-\\ntriever" = "retriever").
     Kept exactly: every letter and digit, each word boundary (one space), decimal points and commas
     between digits, signs (+ - ± as signs or ranges), % and comparison signs (< > ≤ ≥ = ≠ ~ ≈ ×),
-    superscripts. Cached: one answer checks the same pages many times."""
+    superscripts."""
     pieces = _pieces(text)
     resolved = _resolve(pieces)
     chars: list[str] = []
@@ -184,6 +182,14 @@ def canonical(text: str) -> tuple[str, tuple[int, ...]]:
     return "".join(chars), tuple(offsets)
 
 
+@lru_cache(maxsize=256)
+def _page_canonical(text: str) -> tuple[str, tuple[int, ...]]:
+    """`canonical` of a page or source text, cached apart from quotes: one answer checks the same pages
+    many times, and its many quotes must not push them out."""
+    return canonical(text)
+
+
+@lru_cache(maxsize=64)
 def _quote_canonical(quote: str) -> str:
     return canonical(PAGE_MARK_RE.sub(" ", quote))[0]
 
@@ -211,7 +217,7 @@ def find_quote(quote: str, text: str) -> tuple[int, int] | None:
     wanted = _quote_canonical(quote)
     if not wanted:
         return None
-    letters, offsets = canonical(text)
+    letters, offsets = _page_canonical(text)
     at = letters.find(wanted)
     while at >= 0:
         end = at + len(wanted)
@@ -222,16 +228,16 @@ def find_quote(quote: str, text: str) -> tuple[int, int] | None:
 
 
 def _longest_matching_words(quote: str, text: str) -> int:
-    """How many of the quote's words, from its start or its end, occur verbatim in `text` (for reasons)."""
-    words = quote.split()
-    letters = canonical(text)[0]
-    best = 0
-    for size in range(len(words), 0, -1):
-        if any(
-            _quote_canonical(" ".join(words[s : s + size])) in letters for s in range(len(words) - size + 1)
-        ):
-            best = size
-            break
+    """The longest run of the quote's words that occurs in `text` (for reasons). A run that occurs
+    keeps occurring when shortened, so one sliding window finds it with a linear number of searches."""
+    words = [canonical(word)[0] for word in quote.split()]
+    letters = _page_canonical(text)[0]
+    best = end = 0
+    for start in range(len(words)):
+        end = max(end, start)
+        while end < len(words) and " ".join(words[start : end + 1]) in letters:
+            end += 1
+        best = max(best, end - start)
     return best
 
 
@@ -291,6 +297,16 @@ def verify_citation(
     if not of_paper:
         citation.status = "invented"
         citation.reason = f"arXiv:{citation.arxiv_id} was not one of the sources given to the model"
+        return citation
+    cited_version = citation.arxiv_id[len(wanted) :].lower()
+    if cited_version and all(s.version.lower() != cited_version for s in of_paper):
+        held = of_paper[0].version
+        citation.status = "version_not_found"
+        citation.reason = (
+            f"arXiv:{citation.arxiv_id} is not in the reading list, which holds {of_paper[0].arxiv_id}{held}"
+            if held
+            else f"arXiv:{citation.arxiv_id} names a version; the site does not say which one it holds"
+        )
         return citation
     covered = {p for s in of_paper for p in range(s.page_start, s.page_end + 1)}
     outside = [p for p in range(citation.page, citation.page_end + 1) if p not in covered]
