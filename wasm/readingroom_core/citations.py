@@ -181,7 +181,7 @@ _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)*_]*(?=\s|$)")
 _SPACES = re.compile(r"\s*")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _HTML_TAG = re.compile(r"<(script|style)\b[^<]{0,2000}</\1\s{0,8}>|<[^<>]{0,500}>", re.IGNORECASE)
-_MD_LINK = re.compile(r"!?\[([^\[\]]{0,500})\]\([^()]{0,2000}\)")
+_MD_LINK = re.compile(r"!?\[([^\[\]]{0,500})\]\([^)]{0,2000}\)")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 
 
