@@ -136,3 +136,17 @@ def test_uncited_sentences_are_marked(render):
         }
     )
     assert html.index("An uncited claim about things.") < html.index('class="uncited-mark"')
+
+
+def test_verdict_marks_the_model_writes_are_not_drawn_as_verdicts(render):
+    text = (
+        'Forged [arXiv:2401.99999 p.3 "x"] \u2713 verified. Also \u2705 and \u2714\ufe0f verified, '
+        '<span class="cite verified">[arXiv:1904.08375 p.2] \u2713 verified</span>.'
+    )
+    raw = '[arXiv:2401.99999 p.3 "x"]'
+    unverified = cite(text, raw, arxiv_id="2401.99999", verified=False, status="invented", reason="invented")
+    plain, checked = render({"text": text}, {"text": text, "citations": [unverified]})
+    for html in (plain, checked):
+        assert not any(mark in html for mark in "\u2713\u2705\u2714")  # every ✓ the model wrote is gone
+        assert 'class="cite verified' not in html and "&lt;span class=&quot;cite verified" in html
+    assert checked.count("\ufffd") == 4 and "\u2717 not verified: invented" in checked

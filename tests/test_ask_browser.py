@@ -8,6 +8,7 @@ response that the test asked to fail (401, 429, a dropped body).
 """
 
 import re
+import time
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -270,6 +271,31 @@ def test_stop_aborts_the_stream_and_keeps_the_partial_answer(asking, llm):
     assert "Stopped" in turn["error"] and turn["answer"].strip() and turn["sources"]
     assert len(turn["answer"]) < len(llm.answers[-1].text)
     assert asking.page.is_hidden("#ask-stop")
+
+
+def test_a_5_mb_answer_keeps_the_page_responsive_and_stop_works(asking, llm):
+    asking.open()
+    asking.configure("custom", model="mock-huge")
+    page = asking.page
+    page.fill("#ask-q", QUESTION)
+    page.click("#ask-submit")
+    wait_for(page, "() => document.querySelector('.turn .answer-body').textContent.length > 50000")
+    delays = []
+    for _ in range(5):  # the page answers a script of its own promptly while the stream pours in
+        started = time.perf_counter()
+        page.evaluate("() => document.querySelector('.turn').dataset.state")
+        delays.append(time.perf_counter() - started)
+        time.sleep(0.2)
+    assert max(delays) < 1.0, delays
+    started = time.perf_counter()
+    page.click("#ask-stop", timeout=2000)
+    wait_for(page, "() => document.getElementById('ask-stop').hidden", 2000)
+    assert time.perf_counter() - started < 2.0
+    wait_for(page, "() => document.querySelector('.turn').dataset.state === 'failed'")
+    turn = asking.turn()
+    assert "Stopped" in turn["error"] and turn["verified"]
+    shown = len(turn["answer"]) - turn["uncited"] * len("(no citation)")  # each filler sentence is marked
+    assert shown < 201_000 and "Answer cut to its first 200,000 of" in turn["answer"]
 
 
 def test_exports_give_the_answer_with_references_and_bibtex_of_the_cited_papers(asking, llm):

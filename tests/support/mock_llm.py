@@ -44,6 +44,9 @@ Scenarios (`scenario` attribute, or the model name `mock-<scenario>`, which wins
 - "slow": the grounded answer in many small events 200 ms apart (for Stop buttons); `aborted` is set
   on the recorded request when the client hangs up.
 - "empty": a well-formed stream that carries no text.
+- "huge": the grounded answer, then uncited filler sentences up to HUGE_CHARS (5 MB) in small events,
+  sent in batches of HUGE_BATCH events HUGE_INTERVAL apart (about 10 s in all), for pages that must stay
+  responsive and stoppable.
 
 `answers` holds a `MockAnswer(text, expected)` per answered request: `expected` lists
 `(arxiv_id, page_label, quote, status)` for each citation written, status being the verifier state the
@@ -73,9 +76,13 @@ SCENARIOS = (
     "dropped",
     "slow",
     "empty",
+    "huge",
 )
 SLOW_INTERVAL = 0.2
 EVENT_CHARS = 24  # text per SSE event: several events per sentence
+HUGE_CHARS = 5_000_000
+HUGE_BATCH = 200
+HUGE_INTERVAL = 0.01
 HOSTILE = (
     '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> '
     "See [this link](javascript:alert(1))."
@@ -196,6 +203,17 @@ def write_answer(prompt: str, scenario: str) -> MockAnswer:
         ]
         uncited.append(UNCITED)
     return MockAnswer("\n".join(lines), expected, uncited)
+
+
+def _padded(text: str, size: int) -> str:
+    """`text`, then numbered filler sentences (a paragraph every 40) until it is `size` characters long."""
+    parts, length, n = [text, "\n\n"], len(text) + 2, 0
+    while length < size:
+        n += 1
+        sentence = f"Filler sentence {n} adds nothing to the answer." + ("\n\n" if n % 40 == 0 else " ")
+        parts.append(sentence)
+        length += len(sentence)
+    return "".join(parts)[:size]
 
 
 def text_pieces(text: str, size: int = EVENT_CHARS) -> list[str]:
@@ -539,6 +557,8 @@ class MockLLM:
             if scenario == "empty"
             else write_answer(_prompt_text(api, body), "mixed" if scenario == "mixed" else "grounded")
         )
+        if scenario == "huge":
+            answer = MockAnswer(_padded(answer.text, HUGE_CHARS), answer.expected, answer.uncited)
         with self._lock:
             self.answers.append(answer)
         streaming = (
@@ -563,10 +583,12 @@ class MockLLM:
                 handler.close_connection = True
                 handler.connection.shutdown(2)
                 return
-            for event in events:
-                handler.send_chunk(event)
-                if scenario == "slow":
-                    time.sleep(SLOW_INTERVAL)
+            batch = HUGE_BATCH if scenario == "huge" else 1
+            pause = {"slow": SLOW_INTERVAL, "huge": HUGE_INTERVAL}.get(scenario, 0)
+            for at in range(0, len(events), batch):
+                handler.send_chunk("".join(events[at : at + batch]))
+                if pause:
+                    time.sleep(pause)
             handler.end_stream()
         except (BrokenPipeError, ConnectionResetError, OSError):
             record.aborted = True

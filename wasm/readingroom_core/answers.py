@@ -135,6 +135,7 @@ class Source:
     section: str
     text: str
     page_breaks: tuple[tuple[int, int], ...] = ()  # (offset in text, page that starts there)
+    version: str = ""  # the version the site holds ("v2"), which a versioned citation must name
 
     @property
     def label(self) -> str:
@@ -374,6 +375,7 @@ def select_evidence(
                 hit.section,
                 hit.text,
                 _page_breaks(text_file, chunk),
+                engine.papers[paper_index[hit.arxiv_id]].version,
             )  # fmt: skip
         )
     prompt, sources = fit_prompt(question, candidates, budget, previous)
@@ -397,7 +399,12 @@ def select_evidence(
 
 
 def sources_for_verification(sources: Sequence[Mapping[str, Any]]) -> list[SourceSpan]:
-    return [SourceSpan(s["n"], s["arxiv_id"], s["page_start"], s["page_end"], s["text"]) for s in sources]
+    return [
+        SourceSpan(
+            s["n"], s["arxiv_id"], s["page_start"], s["page_end"], s["text"], str(s.get("version") or "")
+        )
+        for s in sources
+    ]
 
 
 def _previous_turn(history: Sequence[Mapping[str, Any]] | None) -> Turn | None:

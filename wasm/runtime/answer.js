@@ -4,7 +4,9 @@
 // Model output is untrusted. Citations are cut out of the text by the core's own parser (its offsets)
 // and replaced by placeholders in a private-use range before markdown-it sees the text; a core rule then
 // turns each placeholder into a citation token whose renderer escapes everything it writes. Placeholder
-// characters already in the model's text are replaced first, so the model cannot forge one.
+// characters already in the model's text are replaced first, so the model cannot forge one. Verdict
+// marks (✓ ✗ ✅ ❌ …) the model writes are replaced too, one character for one so that the verifier's
+// offsets still hold: a verdict on the page comes only from the verifier.
 
 import { absUrl, bibtex, pdfUrl } from "./citation.js";
 import MarkdownIt from "./markdown-it.mjs";
@@ -17,6 +19,12 @@ const UNCITED = "\uE002";
 const CLOSE = "\uE001";
 const PLACEHOLDER = /([\uE000\uE002])(\d+)\uE001/g;
 const SAFE_URL = /^https?:\/\//i;
+const FORGEABLE = /[\uE000-\uE002\u2713\u2714\u2705\u2611\u2612\u2717\u2718\u274C\u274E\u2715\u2716\u{1F5F8}]/gu;
+
+/** The model's text with placeholders and verdict marks replaced by U+FFFD, code point for code point. */
+function untrusted(text) {
+  return String(text).replace(FORGEABLE, "\uFFFD");
+}
 
 export function reasonText(citation) {
   return citation.reason || citation.status || "could not be checked";
@@ -92,7 +100,7 @@ const markdown = makeMarkdown();
 
 /** Plain Markdown to HTML, for the text while it streams (citations not yet checked show as written). */
 export function renderPlain(text) {
-  return markdown.render(String(text).replace(/[\uE000-\uE002]/g, "\uFFFD"));
+  return markdown.render(untrusted(text));
 }
 
 /**
@@ -101,7 +109,7 @@ export function renderPlain(text) {
  * uncited: [{start, end}] sentences that cite nothing; sourceId(citation): the card's element id or null.
  */
 export function renderVerified(text, citations, uncited, sourceId) {
-  const chars = [...String(text).replace(/[\uE000-\uE002]/g, "\uFFFD")];
+  const chars = [...untrusted(text)];
   const cuts = [
     ...citations.map((c, n) => ({ start: c.start, end: c.end, insert: `${OPEN}${n}${CLOSE}` })),
     ...uncited.map((u, n) => ({ start: u.end, end: u.end, insert: `${UNCITED}${n}${CLOSE}` })),

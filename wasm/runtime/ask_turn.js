@@ -9,7 +9,10 @@ import { element, link } from "./dom.js";
 /** @typedef {import("./protocol.js").Source} Source */
 /** @typedef {import("./protocol.js").Citation} Citation */
 
-const DRAW_INTERVAL_MS = 80; // redraw the streaming answer at most this often
+const DRAW_INTERVAL_MS = 80; // redraw the streaming answer at most this often…
+const DRAW_SHARE = 4; // …and wait at least this many times the last redraw's time, so drawing a long
+// answer never takes more than a fifth of the page's time
+export const SHOWN_CHARS = 200_000; // a longer answer is cut: drawn, checked and exported up to here
 
 /** @param {Array<[number, number]>} ranges the quotes' [start, end) runs in a passage @returns overlaps merged */
 function mergedRanges(ranges) {
@@ -36,7 +39,10 @@ export class Turn {
     this.pages = null; // the cited pages' full text, which verification reads
     /** @type {{text: string, system: string, messages: object[]} | null} */
     this.prompt = null;
-    this.answer = "";
+    this.answerText = "";
+    this.fullLength = 0; // the answer's length before it was cut to SHOWN_CHARS
+    this.drawnText = null;
+    this.drawCost = 0;
     /** @type {Citation[]} */
     this.citations = [];
     this.uncited = [];
@@ -54,6 +60,27 @@ export class Turn {
     heading.id = `${this.id}-q`;
     this.check = makeCheckForm(this);
     this.article.append(heading, this.drawSourcesBox(), this.drawAnswerBox());
+  }
+
+  /** The answer as drawn and checked: at most SHOWN_CHARS of what the model wrote. */
+  get answer() {
+    return this.answerText;
+  }
+
+  set answer(text) {
+    const whole = String(text);
+    const wasCut = this.fullLength > SHOWN_CHARS;
+    if (whole.length < this.fullLength) this.drawnText = null; // a new answer: draw it even if it repeats
+    this.fullLength = whole.length;
+    if (whole.length <= SHOWN_CHARS) this.answerText = whole;
+    else if (!wasCut) this.answerText = whole.slice(0, SHOWN_CHARS).replace(/[\uD800-\uDBFF]$/, ""); // cut once
+  }
+
+  /** A visible note when the answer was cut, or null. */
+  cutNote() {
+    if (this.fullLength <= SHOWN_CHARS) return null;
+    const count = (n) => n.toLocaleString("en");
+    return element("p", "answer-cut", `Answer cut to its first ${count(this.answerText.length)} of ${count(this.fullLength)} characters: only these are shown and checked.`);
   }
 
   /** finding, answering, ready, done, checked, failed or no-key (for tests and styles) */
@@ -133,13 +160,20 @@ export class Turn {
     });
   }
 
-  /** The answer so far, redrawn at most every DRAW_INTERVAL_MS while it streams. */
+  /** The answer so far, redrawn while it streams, at most every DRAW_INTERVAL_MS and never more than a
+   * fifth of the time; a cut answer no longer changes, so it is not drawn again. */
   drawStreaming() {
     if (this.drawTimer) return;
     this.drawTimer = setTimeout(() => {
       this.drawTimer = null;
-      if (!this.verified) this.body.innerHTML = renderPlain(this.answer);
-    }, DRAW_INTERVAL_MS);
+      if (this.verified || this.drawnText === this.answer) return;
+      const started = performance.now();
+      this.drawnText = this.answer;
+      this.body.innerHTML = renderPlain(this.answer);
+      const note = this.cutNote();
+      if (note) this.body.append(note);
+      this.drawCost = performance.now() - started;
+    }, Math.max(DRAW_INTERVAL_MS, DRAW_SHARE * this.drawCost));
   }
 
   /** The checked answer: each citation drawn from its finding and linked to its card. */
@@ -152,6 +186,9 @@ export class Turn {
       return index >= 0 ? `${this.id}-s${index + 1}` : null;
     };
     this.body.innerHTML = renderVerified(this.answer, this.citations, this.uncited, sourceId);
+    const note = this.cutNote();
+    if (note) this.body.append(note);
+    this.drawnText = null;
     const summary = this.citations.length ? this.summaryText : summaryLine(this.citations);
     this.summary.textContent = this.answer.trim() ? summary : "";
     this.highlightQuotes();

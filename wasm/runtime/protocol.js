@@ -76,6 +76,7 @@
  * @typedef {object} Source
  * @property {number} n
  * @property {string} arxiv_id
+ * @property {string} [version] the version the site holds ("v2"), which a versioned citation must name
  * @property {string} chunk_id
  * @property {string} title
  * @property {number} page_start
@@ -104,7 +105,7 @@
  * @property {string} quote
  * @property {boolean} verified
  * @property {string} [reason]
- * @property {string} [status]
+ * @property {string} [status] verified, invented, version_not_found, page_not_found, no_quote or quote_not_found
  * @property {number} [source] 1-based number of the source card it was checked against
  * @property {[number, number]} [highlight] the quote's code-point range in that card's text
  * @property {number} start

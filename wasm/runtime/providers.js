@@ -104,13 +104,22 @@ export function buildRequest({ api, base_url, model, key }, { system, messages }
 
 // --- Server-sent events ----------------------------------------------------------------------------
 
+const YIELD_EVERY_MS = 16; // a fast stream hands the page back this often, so Stop and typing still work
+
+/** Resolves after the event loop has run other tasks (a resolved read() alone never lets it). */
+function nextTask() {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 /** Yields {event, data} for each event of an SSE body (https://html.spec.whatwg.org/#event-stream-interpretation). */
 export async function* sseEvents(body, signal) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
+  const newline = /\r\n|\r|\n/g;
   let buffer = "";
   let event = "";
   let data = [];
+  let lastYield = performance.now();
   const onAbort = () => reader.cancel().catch(() => {});
   signal?.addEventListener("abort", onAbort);
   try {
@@ -118,10 +127,13 @@ export async function* sseEvents(body, signal) {
       const { done, value } = await reader.read();
       if (done) break;
       buffer += decoder.decode(value, { stream: true });
-      let newline;
-      while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
+      // Lines are read by position and the buffer cut once per chunk: cutting it per line is quadratic.
+      let at = 0;
+      newline.lastIndex = 0;
+      for (let match = newline.exec(buffer); match; match = newline.exec(buffer)) {
+        if (match[0] === "\r" && match.index === buffer.length - 1) break; // maybe the first half of \r\n
+        const line = buffer.slice(at, match.index);
+        at = newline.lastIndex;
         if (line === "") {
           if (data.length) yield { event: event || "message", data: data.join("\n") };
           event = "";
@@ -134,9 +146,15 @@ export async function* sseEvents(body, signal) {
           else if (field === "event") event = value;
         }
       }
+      buffer = buffer.slice(at);
+      if (performance.now() - lastYield > YIELD_EVERY_MS) {
+        await nextTask();
+        lastYield = performance.now();
+      }
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
+    reader.cancel().catch(() => {}); // a reader left early (after the end mark) hangs up
   }
 }
 
@@ -148,25 +166,31 @@ function parseJson(text) {
   }
 }
 
-/** What one event adds: {text, done, error}. Each API marks its own end, so a cut stream is told apart. */
+/** A delta's text; anything but a string (an object, a number, null) adds nothing, never "[object Object]". */
+function textOf(value) {
+  return typeof value === "string" ? value : "";
+}
+
+/** What one event adds: {text, done, end, error}; `end` is the API's own last event. Each API marks its own end, so a cut stream is told apart. */
 function readEvent(api, { event, data }) {
   if (api === "openai") {
-    if (data.trim() === "[DONE]") return { done: true };
+    if (data.trim() === "[DONE]") return { done: true, end: true };
     const json = parseJson(data);
     if (json?.error) return { error: json.error.message || JSON.stringify(json.error) };
     const choice = json?.choices?.[0];
-    return { text: choice?.delta?.content || "", done: Boolean(choice?.finish_reason) };
+    return { text: textOf(choice?.delta?.content), done: Boolean(choice?.finish_reason) };
   }
   if (api === "anthropic") {
     const json = parseJson(data);
     if (event === "error" || json?.type === "error") return { error: json?.error?.message || data };
-    if (json?.type === "content_block_delta" && json.delta?.type === "text_delta") return { text: json.delta.text };
-    return { done: json?.type === "message_stop" };
+    if (json?.type === "content_block_delta" && json.delta?.type === "text_delta") return { text: textOf(json.delta.text) };
+    return { done: json?.type === "message_stop", end: json?.type === "message_stop" };
   }
   const json = parseJson(data); // gemini
   if (json?.error) return { error: json.error.message || JSON.stringify(json.error) };
   const candidate = json?.candidates?.[0];
-  const text = (candidate?.content?.parts || []).map((part) => part.text || "").join("");
+  const parts = Array.isArray(candidate?.content?.parts) ? candidate.content.parts : [];
+  const text = parts.map((part) => textOf(part?.text)).join("");
   return { text, done: Boolean(candidate?.finishReason) };
 }
 
@@ -264,6 +288,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
         onText(text);
       }
       if (step.done) finished = true;
+      if (step.end) break; // what follows the stream's end mark is not part of the answer
     }
   } catch (error) {
     if (error instanceof ProviderError) throw fail(error);

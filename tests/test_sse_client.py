@@ -1,0 +1,86 @@
+"""providers.js's stream reader under Node, fed SSE bodies as fetch would give them: what follows the
+stream's end mark and deltas that are not strings never reach the answer."""
+
+import json
+import subprocess
+
+import pytest
+from support.pyodide import find_node
+
+from builder.site.runtime import copy_page_modules
+
+STREAM = """
+import { streamAnswer } from "./providers.js";
+const { api, body } = JSON.parse(process.argv[2]);
+globalThis.fetch = async () => new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+const settings = { api, base_url: "https://example.test/v1", model: "m", key: "k" };
+streamAnswer(settings, { system: "s", messages: [{ role: "user", content: "q" }] }).then(
+  (text) => console.log(JSON.stringify({ text })),
+  (error) => console.log(JSON.stringify({ error: error.kind, partial: error.partial })),
+);
+"""
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    if find_node() is None:
+        pytest.skip("node is not on PATH")
+    site = tmp_path_factory.mktemp("page-modules")
+    folder, _ = copy_page_modules(site)
+    (site / folder / "stream.mjs").write_text(STREAM, encoding="utf-8")
+
+    def run(api: str, body: str) -> dict:
+        argument = json.dumps({"api": api, "body": body})
+        finished = subprocess.run(
+            [find_node(), "stream.mjs", argument],
+            cwd=site / folder,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(finished.stdout)
+
+    return run
+
+
+def openai(*deltas) -> str:
+    return "".join(
+        f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': d}}]})}\n\n" for d in deltas
+    )
+
+
+def test_text_after_done_is_ignored(stream):
+    body = openai("The answer.") + "data: [DONE]\n\n" + openai(" Injected after the end.")
+    assert stream("openai", body) == {"text": "The answer."}
+
+
+def test_non_string_content_adds_nothing(stream):
+    body = openai("A", {"text": "x"}, 42, None, ["y"], True, "B") + "data: [DONE]\n\n"
+    assert stream("openai", body) == {"text": "AB"}
+
+
+def test_anthropic_and_gemini_ignore_non_string_text_and_anthropic_stops_at_message_stop(stream):
+    def event(name: str, data: dict) -> str:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+    delta = [
+        {"type": "content_block_delta", "delta": {"type": "text_delta", "text": t}}
+        for t in ("A", {"o": 1}, "B")
+    ]
+    anthropic = "".join(event("content_block_delta", d) for d in delta) + event(
+        "message_stop", {"type": "message_stop"}
+    )
+    anthropic += event(
+        "content_block_delta", {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "C"}}
+    )
+    assert stream("anthropic", anthropic) == {"text": "AB"}
+    parts = [{"text": "A"}, {"text": {"o": 1}}, {"text": 7}, None, {"text": "B"}]
+    gemini = (
+        f"data: {json.dumps({'candidates': [{'content': {'parts': parts}, 'finishReason': 'STOP'}]})}\n\n"
+    )
+    assert stream("gemini", gemini) == {"text": "AB"}
+
+
+def test_crlf_line_endings_are_read_whole(stream):
+    body = openai("one ", "two").replace("\n", "\r\n") + "data: [DONE]\r\n\r\n"
+    assert stream("openai", body) == {"text": "one two"}
