@@ -63,7 +63,7 @@ def run_bounded(
     """(index, result) for every job as it finishes, at most `parallel` at a time, each in a fresh
     process; a job over a limit, or whose process dies, gives `over_limit(job, why)` instead. Processes
     still running when the caller stops (Ctrl-C, an error) are killed."""
-    context = multiprocessing.get_context("fork")  # cheap: the parent has the parser imported already
+    context = parse_processes()
     waiting = deque(enumerate(jobs))
     running: dict[Connection, _Running[Job]] = {}
     try:
@@ -71,9 +71,7 @@ def run_bounded(
             while waiting and len(running) < max(1, parallel):
                 index, job = waiting.popleft()
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(
-                    target=_child, args=(send, work, job, limits.memory_mb, os.getpid())
-                )
+                process = context.Process(target=_child, args=(send, work, job, limits.memory_mb))
                 process.start()
                 send.close()
                 running[receive] = _Running(index, job, process, receive, time.monotonic() + limits.seconds)
@@ -120,8 +118,18 @@ def _end(entry: _Running) -> None:
     entry.results.close()
 
 
-def _child(send: Connection, work: Callable, job: object, memory_mb: int, parent_pid: int) -> None:
-    die_with_parent(parent_pid)
+def parse_processes() -> multiprocessing.context.ForkServerContext:
+    """Papers are parsed in processes forked from a fork server: a fresh interpreter that has imported
+    the parser and nothing else. A child forked from the build itself would inherit the build's heap,
+    whose freed pages it could fill without growing its address space, so no memory limit would hold;
+    a child of the small fork server starts with little, and the limit is what parsing may add."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__.rsplit(".", 1)[0]])  # builder.stages.parse
+    return context
+
+
+def _child(send: Connection, work: Callable, job: object, memory_mb: int) -> None:
+    die_with_parent(os.getppid())  # the fork server, which ends with the build
     _limit_memory(memory_mb)
     try:
         result = work(job)
@@ -132,8 +140,8 @@ def _child(send: Connection, work: Callable, job: object, memory_mb: int, parent
 
 
 def _limit_memory(memory_mb: int) -> None:
-    """Cap this process's address space at what it holds now plus `memory_mb`: the forked parent's
-    mappings (numpy, the tokenizer…) are already counted, so the limit is what parsing may add."""
+    """Cap this process's address space at what it holds now plus `memory_mb`: what the fork server
+    holds (the interpreter and the parser) is already counted, so the limit is what parsing may add."""
     try:
         with open("/proc/self/statm") as statm:
             held = int(statm.read().split()[0]) * resource.getpagesize()
