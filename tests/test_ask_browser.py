@@ -27,8 +27,10 @@ pytestmark = pytest.mark.browser
 KEY = "test-key"
 QUESTION = KEYWORD_QUESTION + "?"
 TIMEOUT_MS = 90_000
-# The base URL each API's settings take for the mock (the OpenAI-compatible one ends in /v1, as OpenAI's does).
-PROVIDERS = {"custom": "/v1", "anthropic": "", "gemini": ""}
+# The base URL each API's settings take for the mock (the OpenAI-compatible one ends in /v1, as OpenAI's does);
+# ollama stands for a provider that needs no key, so the page sends a request without one.
+PROVIDERS = {"custom": "/v1", "ollama": "/v1", "anthropic": "", "gemini": ""}
+OTHER_KEY = "other-key"
 
 
 @pytest.fixture
@@ -72,16 +74,24 @@ class AskPage:
         self.page.goto(self.site_url + query)
         self.page.evaluate("window.readingRoom.ready")
 
-    def configure(self, provider: str = "custom", model: str = "mock-grounded", key: str = KEY) -> None:
+    def configure(
+        self,
+        provider: str = "custom",
+        model: str = "mock-grounded",
+        key: str | None = KEY,
+        base_url: str = "",
+    ) -> None:
+        """Choose the provider, pointed at the mock (or at base_url); key None leaves the key field as shown."""
         page = self.page
         if page.get_attribute("#mode-ask", "aria-pressed") != "true":
             page.click("#mode-ask")
         if not page.evaluate("document.getElementById('llm-settings').open"):
             page.click("#llm-settings summary")
         page.select_option("#llm-provider", provider)
-        page.fill("#llm-base-url", self.llm.base_url + PROVIDERS[provider])
+        page.fill("#llm-base-url", base_url or self.llm.base_url + PROVIDERS[provider])
         page.fill("#llm-model", model)
-        page.fill("#llm-key", key)
+        if key is not None:
+            page.fill("#llm-key", key)
 
     def ask(self, question: str = QUESTION, until: str = "done failed no-key") -> dict:
         """Ask through the form; wait for the newest turn to reach one of the `until` states."""
@@ -395,6 +405,81 @@ def test_the_key_stays_in_memory_unless_remembered_and_forget_clears_it(asking, 
     page.reload()
     page.evaluate("window.readingRoom.ready")
     assert page.input_value("#llm-key") == ""
+
+
+def _posts(llm: MockLLM) -> list:
+    return [r for r in llm.requests if r.method == "POST"]
+
+
+def _sends(request, key: str) -> bool:
+    return any(key in value for value in request.headers.values()) or key in request.path
+
+
+def test_a_key_goes_only_to_the_provider_it_was_typed_for(asking, llm):
+    page = asking.page
+    asking.open()
+    asking.configure("custom")  # key A
+    page.select_option("#llm-provider", "groq")
+    assert page.input_value("#llm-key") == ""  # another provider: A is not shown, nor kept for it
+    asking.configure("ollama", key=None)  # the same mock origin, as another provider
+    assert page.input_value("#llm-key") == ""
+    assert asking.ask()["state"] == "failed"  # the request goes out, keyless, and the mock accepts A only
+    assert len(_posts(llm)) == 1 and not _sends(_posts(llm)[-1], KEY)
+    assert "authorization" not in _posts(llm)[-1].headers
+    page.fill("#llm-key", OTHER_KEY)  # key B, for the second provider
+    assert asking.ask()["state"] == "failed"
+    assert _posts(llm)[-1].headers["authorization"] == f"Bearer {OTHER_KEY}"
+    asking.configure("custom", key=None)  # back to the first provider
+    assert page.input_value("#llm-key") == KEY
+    assert asking.ask()["state"] == "done"
+    assert _posts(llm)[-1].headers["authorization"] == f"Bearer {KEY}"
+    assert not _sends(_posts(llm)[-1], OTHER_KEY)
+    assert [_sends(r, KEY) for r in _posts(llm)] == [False, False, True]
+    page.click("#llm-forget-key")  # forgets every provider's key
+    assert page.input_value("#llm-key") == ""
+    asking.configure("ollama", key=None)
+    assert page.input_value("#llm-key") == ""
+
+
+def test_a_key_stays_with_the_base_url_origin_it_was_typed_for(asking, llm):
+    page = asking.page
+    with MockLLM(api_key=KEY) as elsewhere:
+        asking.open()
+        asking.configure("custom")
+        asking.configure("custom", key=None, base_url=elsewhere.base_url + "/v1")  # another origin
+        assert page.input_value("#llm-key") == ""
+        assert asking.ask()["state"] == "no-key"
+        asking.configure("custom", key=None)
+        assert page.input_value("#llm-key") == KEY
+        assert asking.ask()["state"] == "done"
+    assert elsewhere.requests == [] and len(_posts(llm)) == 1
+    to_elsewhere = [headers for _, url, headers in asking.requests if url.startswith(elsewhere.base_url)]
+    assert not any(KEY in str(headers) for headers in to_elsewhere)
+
+
+def test_remembered_keys_are_stored_per_provider(asking, llm):
+    page = asking.page
+    asking.open("?ask=")
+    asking.configure("custom")
+    page.check("input[name=llm-remember][value=session]")
+    asking.configure("anthropic", key=OTHER_KEY)
+    stored = page.evaluate("({...sessionStorage})")
+    keys = {name.split(":llm-key:")[1]: value for name, value in stored.items() if ":llm-key:" in name}
+    assert keys == {f"custom {llm.base_url}": KEY, f"anthropic {llm.base_url}": OTHER_KEY}
+    assert page.evaluate("JSON.stringify({...localStorage})").count(KEY) == 0
+    page.reload()
+    page.evaluate("window.readingRoom.ready")
+    assert page.input_value("#llm-provider") == "anthropic" and page.input_value("#llm-key") == OTHER_KEY
+    asking.configure("custom", key=None)
+    assert page.input_value("#llm-key") == KEY
+    page.click("#llm-forget-key")
+    stored = page.evaluate("JSON.stringify([{...localStorage}, {...sessionStorage}])")
+    assert KEY not in stored and OTHER_KEY not in stored
+    page.reload()
+    page.evaluate("window.readingRoom.ready")
+    for provider in ("custom", "anthropic"):
+        asking.configure(provider, key=None)
+        assert page.input_value("#llm-key") == ""
 
 
 def test_a_question_from_a_link_waits_for_the_visitor_before_calling_the_provider(asking, llm):

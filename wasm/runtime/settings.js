@@ -1,6 +1,8 @@
 // The provider settings panel: provider preset, base URL, model, key, prompt budget.
-// The key lives in this module's memory; it is written to sessionStorage or localStorage only when the
-// visitor chooses to remember it, and "Forget key" removes it from both and from memory.
+// A key belongs to the provider and the base URL origin it was typed for, and is sent nowhere else: each
+// such pair keeps its own key, and the key field shows the current pair's (empty when none was typed for
+// it). Keys live in this module's memory; they are written to sessionStorage or localStorage only when the
+// visitor chooses to remember them, and "Forget keys" removes every one from both and from memory.
 
 import { PRESETS, resolvePreset } from "./providers.js";
 
@@ -13,11 +15,30 @@ function storageNames(base) {
   return { settings: `readingroom:${base}:llm-settings`, key: `readingroom:${base}:llm-key` };
 }
 
+/** The provider and base URL origin a key is bound to ("" for a base URL that is not a URL). */
+function keySlot(provider, baseUrl) {
+  let origin = "";
+  try {
+    origin = new URL(baseUrl).origin;
+  } catch {
+    // not a URL yet: the key stays bound to this provider without an origin
+  }
+  return `${provider} ${origin}`;
+}
+
 function readStorage(storage, name) {
   try {
     return storage.getItem(name);
   } catch {
     return null; // storage disabled
+  }
+}
+
+function storedNames(storage, prefix) {
+  try {
+    return Object.keys(storage).filter((name) => name.startsWith(prefix));
+  } catch {
+    return []; // storage disabled
   }
 }
 
@@ -53,7 +74,8 @@ export class LlmSettings {
     this.remember = [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="llm-remember"]'))];
     this.warning = $("llm-remember-warning");
     this.note = $("llm-settings-note");
-    this.key = "";
+    /** @type {Map<string, string>} key by keySlot */
+    this.keys = new Map();
     for (const [name, preset] of Object.entries(PRESETS)) {
       const option = document.createElement("option");
       option.value = name;
@@ -68,10 +90,26 @@ export class LlmSettings {
     return (this.remember.find((radio) => radio.checked) || this.remember[0]).value; // memory | session | local
   }
 
-  storeKey() {
+  slot() {
+    return keySlot(this.fields.provider.value, this.fields.base_url.value.trim());
+  }
+
+  /** The key typed for the current provider and base URL origin. */
+  get key() {
+    return this.keys.get(this.slot()) || "";
+  }
+
+  // Each slot's key under its own name, in the one storage the visitor chose (or none).
+  storeKey(slot) {
     const where = this.rememberWhere();
-    writeStorage(sessionStorage, this.names.key, where === "session" && this.key ? this.key : null);
-    writeStorage(localStorage, this.names.key, where === "local" && this.key ? this.key : null);
+    const key = this.keys.get(slot) || null;
+    const name = `${this.names.key}:${slot}`;
+    writeStorage(sessionStorage, name, where === "session" ? key : null);
+    writeStorage(localStorage, name, where === "local" ? key : null);
+  }
+
+  showKey() {
+    this.fields.key.value = this.key;
   }
 
   save() {
@@ -111,8 +149,18 @@ export class LlmSettings {
       this.applyPreset("openai");
       fields.budget.value = String(DEFAULT_BUDGET);
     }
-    this.key = readStorage(sessionStorage, this.names.key) || readStorage(localStorage, this.names.key) || "";
-    fields.key.value = this.key;
+    // An entry named without a slot comes from a version that sent one key to every provider: whose it
+    // was is unknown, so it is dropped.
+    writeStorage(sessionStorage, this.names.key, null);
+    writeStorage(localStorage, this.names.key, null);
+    const prefix = `${this.names.key}:`;
+    for (const storage of [localStorage, sessionStorage]) {
+      for (const name of storedNames(storage, prefix)) {
+        const key = readStorage(storage, name);
+        if (key) this.keys.set(name.slice(prefix.length), key);
+      }
+    }
+    this.showKey();
     this.showWarning();
   }
 
@@ -120,26 +168,33 @@ export class LlmSettings {
     const fields = this.fields;
     fields.provider.addEventListener("change", () => {
       this.applyPreset(fields.provider.value);
+      this.showKey();
       this.save();
     });
+    // Every edit of the base URL may move it to another origin, which has its own key (or none).
+    fields.base_url.addEventListener("input", () => this.showKey());
     for (const name of ["base_url", "model", "budget"]) fields[name].addEventListener("change", () => this.save());
     fields.key.addEventListener("input", () => {
-      this.key = fields.key.value.trim();
-      this.storeKey();
+      const slot = this.slot();
+      const key = fields.key.value.trim();
+      if (key) this.keys.set(slot, key);
+      else this.keys.delete(slot);
+      this.storeKey(slot);
     });
     for (const radio of this.remember) {
       radio.addEventListener("change", () => {
         this.showWarning();
-        this.storeKey();
+        for (const slot of this.keys.keys()) this.storeKey(slot);
         this.save();
       });
     }
     document.getElementById("llm-forget-key").addEventListener("click", () => {
-      this.key = "";
+      this.keys.clear();
       fields.key.value = "";
-      writeStorage(sessionStorage, this.names.key, null);
-      writeStorage(localStorage, this.names.key, null);
-      this.note.textContent = "Key forgotten: removed from this page and from the browser's storage.";
+      for (const storage of [sessionStorage, localStorage]) {
+        for (const name of storedNames(storage, this.names.key)) writeStorage(storage, name, null);
+      }
+      this.note.textContent = "Keys forgotten: every provider's key removed from this page and from the browser's storage.";
     });
   }
 
