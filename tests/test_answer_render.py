@@ -6,13 +6,8 @@ citation's quote, a citation in code, table alignment (which markdown-it writes 
 the page's CSP would refuse).
 """
 
-import json
-import subprocess
-
 import pytest
-from support.pyodide import find_node
-
-from builder.site.runtime import copy_page_modules
+from support.page_modules import node_script
 
 RENDER = """
 import { renderPlain, renderVerified } from "./answer.js";
@@ -26,23 +21,8 @@ console.log(JSON.stringify(out));
 
 @pytest.fixture(scope="module")
 def render(tmp_path_factory):
-    if find_node() is None:
-        pytest.skip("node is not on PATH")
-    site = tmp_path_factory.mktemp("page-modules")
-    folder, _ = copy_page_modules(site)
-    (site / folder / "render.mjs").write_text(RENDER, encoding="utf-8")
-
-    def run(*cases: dict) -> list[str]:
-        finished = subprocess.run(
-            [find_node(), "render.mjs", json.dumps(list(cases))],
-            cwd=site / folder,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return json.loads(finished.stdout)
-
-    return run
+    run = node_script(tmp_path_factory.mktemp("page-modules"), "render.mjs", RENDER)
+    return lambda *cases: run(list(cases))
 
 
 def cite(text: str, raw: str, **fields) -> dict:

@@ -2,12 +2,9 @@
 stream's end mark and deltas that are not strings never reach the answer."""
 
 import json
-import subprocess
 
 import pytest
-from support.pyodide import find_node
-
-from builder.site.runtime import copy_page_modules
+from support.page_modules import node_script
 
 STREAM = """
 import { streamAnswer } from "./providers.js";
@@ -23,24 +20,8 @@ streamAnswer(settings, { system: "s", messages: [{ role: "user", content: "q" }]
 
 @pytest.fixture(scope="module")
 def stream(tmp_path_factory):
-    if find_node() is None:
-        pytest.skip("node is not on PATH")
-    site = tmp_path_factory.mktemp("page-modules")
-    folder, _ = copy_page_modules(site)
-    (site / folder / "stream.mjs").write_text(STREAM, encoding="utf-8")
-
-    def run(api: str, body: str) -> dict:
-        argument = json.dumps({"api": api, "body": body})
-        finished = subprocess.run(
-            [find_node(), "stream.mjs", argument],
-            cwd=site / folder,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return json.loads(finished.stdout)
-
-    return run
+    run = node_script(tmp_path_factory.mktemp("page-modules"), "stream.mjs", STREAM)
+    return lambda api, body: run({"api": api, "body": body})
 
 
 def openai(*deltas) -> str:
