@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from builder.citation_match import ReferenceMatcher
-from builder.references import PaperReferences
+from builder.citation_match import ListPaper, ReferenceMatcher
+from builder.models import IngestedPaper, PaperMeta
+from builder.references import PaperReferences, cached_references
 from readingroom_core.sitedata import FORMAT_VERSION, compact_json, load_versioned
 
 
@@ -56,7 +58,9 @@ def build_graph(references: Sequence[PaperReferences], matcher: ReferenceMatcher
             for match in matcher.match(reference, citing=paper.arxiv_id):
                 known = found.get(match.arxiv_id)
                 if known is None:
-                    found[match.arxiv_id] = Citation(paper.arxiv_id, match.arxiv_id, reference.cited_on, match.how)
+                    found[match.arxiv_id] = Citation(
+                        paper.arxiv_id, match.arxiv_id, reference.cited_on, match.how
+                    )
                 elif _earlier(reference.cited_on, known.page):
                     found[match.arxiv_id] = replace(known, page=reference.cited_on)
         citations += [found[cited] for cited in sorted(found)]
@@ -75,3 +79,14 @@ def graph_bytes(graph: CitationGraph) -> bytes:
 def read_graph(data: bytes | str, what: str = "graph file") -> CitationGraph:
     loaded = load_versioned(data, what)
     return CitationGraph(tuple(Citation(*row) for row in loaded["citations"]))
+
+
+def list_papers(metas: Sequence[PaperMeta]) -> list[ListPaper]:
+    """What the matcher needs of each paper of the list, from arXiv's metadata."""
+    return [ListPaper.of(m.arxiv_id, m.title, m.authors, (m.first_version, m.updated)) for m in metas]
+
+
+def list_graph(papers: Sequence[IngestedPaper], cache_dir: Path) -> CitationGraph:
+    """The graph of the papers a build ingested, their reference entries read once and cached."""
+    references = [cached_references(p.fetched, p.parsed, cache_dir) for p in papers]
+    return build_graph(references, ReferenceMatcher(list_papers([p.meta for p in papers])))

@@ -25,7 +25,11 @@ _STOPWORDS = frozenset(
     "a an and are as at by for from in into is of on or the to via with without towards toward what how "
     "do does can we our you your its their using use based".split()
 )
-_REWRITES = ((re.compile(r"&"), " and "), (re.compile(r"\bvs\.?(?=\s)"), "versus"), (re.compile(r"\bw/"), "with "))
+_REWRITES = (
+    (re.compile(r"&"), " and "),
+    (re.compile(r"\bvs\.?(?=\s)"), "versus"),
+    (re.compile(r"\bw/"), "with "),
+)
 
 
 def fold(text: str) -> str:
@@ -121,7 +125,9 @@ def _title_parts(title: str) -> tuple[str, ...]:
     parts = re.split(r"\s*[:–—]\s+|\s+-\s+", title, maxsplit=1)
     if len(parts) < 2:
         return ()
-    return tuple(squeeze(part) for part in parts if len(part.split()) >= 3 and len(squeeze(part)) >= SHORT_TITLE)
+    return tuple(
+        squeeze(part) for part in parts if len(part.split()) >= 3 and len(squeeze(part)) >= SHORT_TITLE
+    )
 
 
 def _title_in(entry: str, title: str, parts: tuple[str, ...], same_author: bool) -> bool:

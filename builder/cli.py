@@ -11,6 +11,7 @@ from builder import __version__, config
 from builder.commands import build, reading_list, search, serve
 from builder.commands.ask import add_ask_command, run_ask_command
 from builder.commands.beir import add_beir_command, run_beir_command
+from builder.commands.suggest import add_suggest_command, run_suggest_command
 from builder.offline import use_offline_environment
 from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, REFRESH_ENV
 
@@ -25,6 +26,7 @@ Typical use:
   python -m builder build --mirror DIR         take PDFs from a local arXiv mirror (no network)
   python -m builder add 2005.11401 --tag rag   put a paper on the reading list
   python -m builder stats                      what the last build produced, and what failed
+  python -m builder suggest                    works the list's papers cite most that it lacks
   python -m builder serve                      try the built site at http://127.0.0.1:8000/
 """
 
@@ -121,6 +123,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_beir_command(commands)
     _add_site_commands(commands)
     add_ask_command(commands)
+    add_suggest_command(commands)
     return parser
 
 
@@ -239,6 +242,7 @@ COMMANDS = {
     "serve": serve.cmd_serve,
     "eval-beir": run_beir_command,
     "ask": run_ask_command,
+    "suggest": run_suggest_command,
 }
 
 

@@ -202,7 +202,12 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
             )
             with report.timed("render"):
                 manifest = render(
-                    staging, site.manifest, corpus.settings, published(report, options), site.papers
+                    staging,
+                    site.manifest,
+                    corpus.settings,
+                    published(report, options),
+                    site.papers,
+                    site.graph,
                 )
             write_manifest(staging, manifest)
             write_report(staging, published(report, options))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builder.citation_graph import CitationGraph, graph_bytes, list_graph
 from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings, file_stem
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
@@ -44,10 +45,12 @@ BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
 
 @dataclass(frozen=True)
 class SiteData:
-    """What render needs of the data files, kept in memory: the manifest so far and the paper records."""
+    """What render needs of the data files, kept in memory: the manifest so far, the paper records and
+    the list's citation graph."""
 
     manifest: Manifest
     papers: list[PaperRecord]
+    graph: CitationGraph
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,10 @@ def write_site_data(
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
     with report.timed("encoder"):
         encoder_files, encoder_config = write_query_encoder(out_dir, embedded.identity, cache_dir)
-    files = {**search.files, **encoder_files}
+    with report.timed("graph"):
+        graph = list_graph(papers, cache_dir)
+        graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
+    files = {**search.files, **encoder_files, "graph": graph_file}
     for artifact in files.values():
         artifacts += with_gzip(out_dir, artifact)
     manifest = make_manifest(
@@ -90,7 +96,7 @@ def write_site_data(
         files=DataFiles(**{role: artifact.path for role, artifact in files.items()}),
         artifacts=artifacts,
     )
-    return SiteData(manifest, records)
+    return SiteData(manifest, records, graph)
 
 
 def write_paper_texts(

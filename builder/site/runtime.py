@@ -51,7 +51,7 @@ ORT_FILES = {
     "ort_wasm": "ort-wasm-simd-threaded.wasm",
 }
 ORT_FETCHED = ("ort_wasm",)  # handed to ORT as ort.env.wasm.wasmBinary, so it may come as .gz
-OWN_RUNTIME = {"corpus_js": "corpus.js", "css": "style.css"}
+OWN_RUNTIME = {"css": "style.css"}
 # The engine's two workers share download.js, which they import by name, as the search worker imports its
 # own parts: one folder named by the hash of them all (as the page's modules below).
 ENGINE_MODULES = ("worker.js", "python_start.js", "embedding.js", "encoder.js", "download.js")
@@ -60,6 +60,9 @@ ENGINE_MODULES = ("worker.js", "python_start.js", "embedding.js", "encoder.js", 
 # imports it as ./markdown-it.mjs). protocol.js holds types only and is not shipped.
 PAGE_MODULES = (
     "app.js",
+    "corpus.js",
+    "paper_map.js",
+    "paper.js",
     "search_client.js",
     "router.js",
     "results_view.js",
@@ -180,6 +183,7 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     artifacts.extend(engine_artifacts)
     page_folder, page_artifacts = copy_page_modules(out_dir)
     runtime["app"] = f"{page_folder}/app.js"
+    runtime["corpus_js"], runtime["paper_js"] = f"{page_folder}/corpus.js", f"{page_folder}/paper.js"
     artifacts.extend(page_artifacts)
     version = package_version(PYODIDE_PACKAGE)
     folder = f"runtime/pyodide-{version}"

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import jinja2
 
+from builder.citation_graph import CitationGraph, read_graph
 from builder.models import Settings, file_stem
+from builder.paper_map import paper_map
 from builder.paths import REPO_ROOT
 from builder.related import related_papers
 from builder.report import BuildReport
@@ -34,13 +36,21 @@ def render_site(out_dir: Path, manifest: Manifest, settings: Settings, report: B
     """Re-render an already-written site from its files and save its manifest with the new runtime."""
     out_dir = Path(out_dir)
     papers = read_papers((out_dir / manifest.files.papers).read_bytes(), manifest.files.papers)
-    rendered = render(out_dir, manifest, settings, report, papers)
+    graph = CitationGraph(())
+    if manifest.files.graph:
+        graph = read_graph((out_dir / manifest.files.graph).read_bytes(), manifest.files.graph)
+    rendered = render(out_dir, manifest, settings, report, papers, graph)
     write_manifest(out_dir, rendered)
     return rendered
 
 
 def render(
-    out_dir: Path, manifest: Manifest, settings: Settings, report: BuildReport, papers: list[PaperRecord]
+    out_dir: Path,
+    manifest: Manifest,
+    settings: Settings,
+    report: BuildReport,
+    papers: list[PaperRecord],
+    graph: CitationGraph,
 ) -> Manifest:
     """Write the runtime and the index, paper, corpus and about pages; return `manifest` with its
     runtime section (the caller saves it)."""
@@ -48,7 +58,7 @@ def render(
     for name in RENDERED_DIRS:  # hashed names change build to build; these folders are ours alone
         shutil.rmtree(out_dir / name, ignore_errors=True)
     manifest = replace(manifest, runtime=copy_runtime(out_dir))
-    SitePages(out_dir, manifest, settings, report, papers).write_all(related_papers(papers))
+    SitePages(out_dir, manifest, settings, report, papers, graph).write_all(related_papers(papers))
     return manifest
 
 
@@ -79,6 +89,18 @@ def script_json(data) -> str:
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def paper_json(paper: PaperRecord) -> dict:
+    """What the paper page's script needs to cite the paper (wasm/runtime/citation.js's `Paper`)."""
+    return {
+        "arxiv_id": paper.id,
+        "version": paper.version,
+        "title": paper.title,
+        "authors": list(paper.authors),
+        "year": paper.year,
+        "categories": list(paper.categories),
+    }
+
+
 class SitePages:
     """The site's HTML pages (search, corpus, about, one per paper), rendered with one shared context."""
 
@@ -89,6 +111,7 @@ class SitePages:
         settings: Settings,
         report: BuildReport,
         papers: list[PaperRecord],
+        graph: CitationGraph,
     ):
         if manifest.runtime is None:
             raise ValueError("pages link the runtime: pack it into the manifest first")
@@ -97,6 +120,9 @@ class SitePages:
         self.runtime = manifest.runtime.files
         self.runtime_artifacts = manifest.runtime.artifacts
         self.papers = papers
+        self.graph = graph
+        self.by_id = {paper.id: paper for paper in papers}
+        self.cited = graph.cited_counts()
         self.env = make_environment()
         base = manifest.base_url
         self.common = {
@@ -104,7 +130,7 @@ class SitePages:
             "site_title": manifest.title,
             "description": settings.description,
             "css": base + self.runtime["css"],
-            "scripts": {"app": base + self.runtime["app"], "corpus": base + self.runtime["corpus_js"]},
+            "scripts": {name: base + self.runtime[name] for name in ("app", "corpus_js", "paper_js")},
             "manifest": manifest,
             "report": report,
             "facets": facets(papers),
@@ -112,9 +138,20 @@ class SitePages:
         }
 
     def write_all(self, related: dict[str, list[tuple[PaperRecord, float]]]) -> None:
-        self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
+        cited = script_json(self.cited)
+        self.write(
+            "index.html", "index.html", page="search", app_config=script_json(self.app_config()), cited=cited
+        )
         newest_first = sorted(self.papers, key=lambda p: p.first_version or p.published, reverse=True)
-        self.write("corpus/index.html", "corpus.html", page="corpus", papers=newest_first)
+        drawn = paper_map(self.papers, [(c.citing, c.cited) for c in self.graph.citations])
+        self.write(
+            "corpus/index.html",
+            "corpus.html",
+            page="corpus",
+            papers=newest_first,
+            cited=self.cited,
+            map_data=script_json(drawn.to_json()) if drawn else "",
+        )
         self.write("about/index.html", "about.html", page="about")
         # Static hosts (GitHub Pages, Netlify, nginx's error_page) serve this for any missing path; its
         # links are absolute (under base_url) so they work from whatever address was mistyped.
@@ -126,6 +163,9 @@ class SitePages:
                 page="paper",
                 paper=paper,
                 related=related[paper.id],
+                cites=[(self.by_id[c.cited], c.page) for c in self.graph.cites(paper.id)],
+                cited_by=[(self.by_id[c.citing], c.page) for c in self.graph.cited_by(paper.id)],
+                paper_data=script_json(paper_json(paper)),
             )
 
     def app_config(self) -> dict:

@@ -12,13 +12,12 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
   cited; its page spans rebuild a cited page's text from the chunks, so a quote is checked on that page.
 - postings (`data/postings.*.json`): BM25 postings, written and read by `bm25.py`.
 - vectors (`data/vectors.*.usearch`): the USearch HNSW file, written by the builder (usearch, numpy)
-  and read by `hnsw.py`.
+  and read by `hnsw.py`; graph (`data/graph.*.json`): the list's citations (builder/citation_graph.py).
 A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
 postings and its key in the USearch file.
 
 Every record converts to and from the JSON it is stored as (`to_json`/`from_json`), with the keys in a
-fixed order, so the same build writes the same bytes. Stdlib only: the builder writes and CPython or
-Pyodide read with the same code.
+fixed order, so the same build writes the same bytes. Stdlib only (CPython and Pyodide read alike).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest names the citation graph file
 MANIFEST_FILE = "manifest.json"
 
 
@@ -66,7 +65,7 @@ class Artifact:
 
 @dataclass(frozen=True)
 class DataFiles:
-    """The data files by role. A BEIR site held in memory has no query encoder files."""
+    """The data files by role. A BEIR site in memory has no query encoder files and no `graph`."""
 
     papers: str
     chunks: str
@@ -75,6 +74,7 @@ class DataFiles:
     encoder: str = ""
     vocab: str = ""
     char_classes: str = ""
+    graph: str = ""
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}

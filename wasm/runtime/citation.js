@@ -5,7 +5,7 @@ export const ARXIV = "https://arxiv.org";
 /** @typedef {{page_start: number, page_end: number}} PageRange */
 /**
  * What a citation needs of a paper: a hit or an Ask source.
- * @typedef {{arxiv_id: string, title: string, authors?: string[], year?: number | null, categories?: string[]}} Paper
+ * @typedef {{arxiv_id: string, title: string, authors?: string[], year?: number | null, categories?: string[], version?: string}} Paper
  */
 
 /** @param {string} arxivId */
@@ -43,6 +43,13 @@ export function fullCitation(hit) {
   const who = authorsLabel(hit.authors || []);
   const byline = [who, hit.year ? `(${hit.year})` : ""].filter(Boolean).join(" ");
   return `${pageCitation(hit)} ${byline}. ${hit.title}. arXiv:${hit.arxiv_id}, ${pagesLabel(hit)}.`;
+}
+
+/** The paper as a reference: "Hu, Shen, Wallis et al. (2021). LoRA: …. arXiv:2106.09685v2." @param {Paper} paper */
+export function paperCitation(paper) {
+  const who = authorsLabel(paper.authors || []);
+  const byline = [who, paper.year ? `(${paper.year})` : ""].filter(Boolean).join(" ");
+  return `${byline ? byline + ". " : ""}${paper.title}. arXiv:${paper.arxiv_id}${paper.version || ""}.`;
 }
 
 /** First author's surname, year and first long title word: "lindqvist2019expanding". @param {Paper} paper */

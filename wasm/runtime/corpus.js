@@ -1,4 +1,7 @@
-// The corpus table: filter by text, year, category and tag (also from ?q=&year=&cat=&tag=), sort by column.
+// The corpus table: filter by text, year, category and tag (also from ?q=&year=&cat=&tag=), sort by column;
+// and the map of the list (paper_map.js), dimmed by the same filters, lighting up ?on=id,id (search results).
+
+import { PaperMap } from "./paper_map.js";
 
 const table = /** @type {HTMLTableElement} */ (document.getElementById("corpus-table"));
 const body = table.tBodies[0];
@@ -27,18 +30,55 @@ function matches(row) {
   return !controls.tag.value || JSON.parse(tags).includes(controls.tag.value);
 }
 
+/** @type {PaperMap | null} */
+let map = null;
+
 function applyFilters() {
   let count = 0;
+  const visible = new Set();
   for (const row of body.rows) {
     row.hidden = !matches(row);
-    if (!row.hidden) count += 1;
+    if (!row.hidden) {
+      count += 1;
+      visible.add(row.dataset.arxivId);
+    }
   }
   shown.textContent = `${count} shown`;
+  map?.dim((id) => visible.has(id));
+}
+
+function startMap() {
+  const source = document.getElementById("map-data");
+  if (!source) return null;
+  const rows = new Map([...body.rows].map((row) => [row.dataset.arxivId, row]));
+  const drawn = new PaperMap({
+    canvas: document.getElementById("map-canvas"),
+    label: document.getElementById("map-label"),
+    legend: document.getElementById("map-legend"),
+    data: JSON.parse(source.textContent),
+    paper(id) {
+      const anchor = rows.get(id).querySelector("a");
+      return { title: anchor.textContent, href: anchor.href };
+    },
+  });
+  const colour = /** @type {HTMLSelectElement} */ (document.getElementById("map-colour"));
+  const edges = /** @type {HTMLInputElement} */ (document.getElementById("map-edges"));
+  colour.addEventListener("change", () => drawn.colourBy(colour.value === "tag" ? "tag" : "category"));
+  edges.addEventListener("change", () => drawn.showEdges(edges.checked));
+  drawn.colourBy("category");
+  const lit = (new URLSearchParams(location.search).get("on") || "").split(",").filter(Boolean);
+  if (lit.length) {
+    const count = drawn.light(new Set(lit));
+    document.getElementById("map-label").textContent = `${count} papers from your search are lit up.`;
+  }
+  return drawn;
 }
 
 // The filters live in the URL too, so a filtered table can be shared and survives a reload.
 function recordFilters() {
   const params = new URLSearchParams();
+  const lit = new URLSearchParams(location.search).get("on"); // the search results the map lights up
+  if (lit) params.set("on", lit);
   for (const [name, control] of Object.entries(controls)) if (control.value.trim()) params.set(name, control.value.trim());
   const query = params.toString();
   history.replaceState(null, "", `${location.pathname}${query ? "?" + query : ""}`);
@@ -71,4 +111,5 @@ for (const [name, control] of Object.entries(controls)) {
 }
 document.getElementById("corpus-filters").addEventListener("submit", (event) => event.preventDefault());
 for (const button of table.querySelectorAll("th button")) button.addEventListener("click", () => sortBy(button));
+map = startMap();
 applyFilters();

@@ -4,7 +4,7 @@
 
 import { absUrl, authorsLabel, bibtex, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
 import { button, copyText, element, link } from "./dom.js";
-import { setSort, sortByDate } from "./router.js";
+import { currentParams, setSort } from "./router.js";
 
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
@@ -28,6 +28,33 @@ function groupByPaper(hits) {
     groups.get(hit.arxiv_id).push(hit);
   }
   return [...groups.values()];
+}
+
+/** How many papers of the list cite each paper (the build's citation graph, in the page). */
+function listCitations() {
+  const source = document.getElementById("list-citations");
+  return /** @type {{[id: string]: number}} */ (source ? JSON.parse(source.textContent) : {});
+}
+
+// Papers by relevance (as ranked), by date (newest first) or by how often the list cites them, keeping
+// the ranked order of passages inside each paper and of equal keys.
+const SORTS = {
+  date: (/** @type {DrawnHit} */ hit) => hit.year || 0,
+  cited: (/** @type {DrawnHit} */ hit, /** @type {{[id: string]: number}} */ counts) => counts[hit.arxiv_id] || 0,
+};
+
+/** @param {DrawnHit[][]} groups */
+function sortedGroups(groups) {
+  const key = SORTS[currentParams().get("sort")];
+  if (!key) return groups;
+  const counts = listCitations();
+  return [...groups].sort((a, b) => key(b[0], counts) - key(a[0], counts));
+}
+
+/** @param {string} base @param {DrawnHit[][]} groups a link to the corpus map with these papers lit */
+function mapLink(base, groups) {
+  const ids = groups.map((hits) => hits[0].arxiv_id).join(",");
+  return link(`${base}corpus/?on=${encodeURIComponent(ids)}#map`, "See these papers on the map", "map-link");
 }
 
 /** @param {Array<[string, boolean]>} runs */
@@ -118,10 +145,8 @@ export class ResultsView {
     /** @type {HTMLElement[]} */
     const drawn = [element("p", "message", summary)];
     if (reply.suggestion) drawn.push(this.drawSuggestion(reply.suggestion));
-    if (groups.length > 1) drawn.push(this.drawSortChoice());
-    // Newest paper first, keeping the ranked order of passages inside each paper (and of equal years).
-    const ordered = sortByDate() ? [...groups].sort((a, b) => (b[0].year || 0) - (a[0].year || 0)) : groups;
-    drawn.push(...ordered.map((hits) => drawGroup(this.base, hits)));
+    if (groups.length > 1) drawn.push(this.drawSortChoice(), mapLink(this.base, groups));
+    drawn.push(...sortedGroups(groups).map((hits) => drawGroup(this.base, hits)));
     if (reply.hits.length >= reply.k && reply.k < MAX_K) drawn.push(this.drawMore(reply.k));
     this.results.replaceChildren(...drawn);
   }
@@ -136,12 +161,13 @@ export class ResultsView {
     const label = element("label", null, "Sort papers by ");
     const select = element("select");
     select.id = "sort";
-    for (const [value, text] of [["", "relevance"], ["date", "date, newest first"]]) {
+    const choices = [["", "relevance"], ["date", "date, newest first"], ["cited", "most cited in this list"]];
+    for (const [value, text] of choices) {
       const option = element("option", null, text);
       option.value = value;
       select.append(option);
     }
-    select.value = sortByDate() ? "date" : "";
+    select.value = currentParams().get("sort") in SORTS ? currentParams().get("sort") : "";
     select.addEventListener("change", () => {
       setSort(select.value);
       this.draw(this.shown);

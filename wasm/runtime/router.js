@@ -81,11 +81,6 @@ export function filtersOf(params) {
   };
 }
 
-/** Papers sorted by date instead of relevance (?sort=date). */
-export function sortByDate() {
-  return currentParams().get("sort") === "date";
-}
-
 /** @param {string} value "" for relevance */
 export function setSort(value) {
   const params = currentParams();

@@ -1,0 +1,15 @@
+// A paper's page: "Copy citation" and "BibTeX", written by citation.js as the search results write them.
+
+import { bibtex, paperCitation } from "./citation.js";
+import { button, copyText } from "./dom.js";
+
+/** @type {import("./citation.js").Paper} */
+const paper = JSON.parse(document.getElementById("paper-data").textContent);
+const actions = document.getElementById("cite-actions");
+const copy = button("Copy citation", () => copyText(paperCitation(paper), copy), "copy");
+copy.setAttribute("aria-label", `Copy a citation of arXiv:${paper.arxiv_id}${paper.version || ""}`);
+const entry = bibtex(paper);
+const copyBibtex = button("BibTeX", () => copyText(entry, copyBibtex), "copy-bibtex");
+copyBibtex.setAttribute("aria-label", `Copy a BibTeX entry for arXiv:${paper.arxiv_id}`);
+actions.append(copy, " ", copyBibtex);
+actions.hidden = false;
