@@ -22,7 +22,7 @@ from builder.models import FetchedPaper, ParsedPaper
 from builder.scratch import write_text_atomically
 from builder.stages.parse import PARSER_VERSION
 
-REFERENCES_VERSION = "1"  # part of the cache key: it moves whenever the entries read differently
+REFERENCES_VERSION = "2"  # part of the cache key: it moves whenever the entries read differently
 
 # An arXiv id as references print it: "arXiv:1706.03762", "arXiv preprint arXiv:2001.08361",
 # "CoRR, abs/1706.03762", "arxiv.org/pdf/2106.09685v2", old-style "hep-th/9901001" or "cs.CL/0112017";
@@ -34,6 +34,10 @@ _ARXIV_PREFIXED = re.compile(
     re.IGNORECASE | re.ASCII,
 )
 _ARXIV_BARE = re.compile(r"(?<![\w./-])(\d{4}\.\d{4,5})(v\d+)?(?![\w/-]|\.\d)", re.ASCII)
+_OLD_ARCHIVES = "hep-th|hep-ph|hep-ex|hep-lat|gr-qc|quant-ph|cond-mat|astro-ph|math-ph|nucl-th|nlin|physics|math|cs|q-bio|stat"
+_ARXIV_OLD_BARE = re.compile(
+    rf"(?<![\w./-])((?:{_OLD_ARCHIVES})(?:\.[A-Z]{{2}})?/\d{{7}})(v\d+)?(?!\d)", re.ASCII
+)
 _NUMBERED = re.compile(r"(?:^|(?<=\s))\[(\d{1,4})\]\s")
 _UNHEADED = re.compile(r"(?:^|(?<=\n\n))\[1\] (?=.{20,2000}?\[2\] )", re.DOTALL)
 _CONTINUATION = re.compile(
@@ -78,7 +82,7 @@ class PaperReferences:
 def arxiv_ids_in(text: str) -> tuple[str, ...]:
     """The plausible arXiv ids a reference names, without versions, in order of appearance."""
     found: list[str] = []
-    for pattern in (_ARXIV_PREFIXED, _ARXIV_BARE):
+    for pattern in (_ARXIV_PREFIXED, _ARXIV_BARE, _ARXIV_OLD_BARE):
         for match in pattern.finditer(text):
             try:
                 arxiv_id, _ = split_arxiv_id(match[1].replace(" ", ""))
@@ -109,12 +113,18 @@ def entries_of(parsed: ParsedPaper) -> list[tuple[str, int]]:
     start, end = span
     entries: list[tuple[str, int]] = []
     offset = start
+    numbered = False  # in a numbered list, a paragraph without its "[n]" carries on the entry before it
     for index, paragraph in enumerate(parsed.text[start:end].split("\n\n")):
         here, offset = offset, offset + len(paragraph) + 2
         if index == 0 or not paragraph.strip():
             continue  # the heading
+        numbered = numbered or bool(_NUMBERED.match(paragraph))
         pieces = _numbered_pieces(paragraph)
-        if entries and not _NUMBERED.match(paragraph) and _CONTINUATION.match(paragraph.lstrip()):
+        if (
+            entries
+            and not _NUMBERED.match(paragraph)
+            and (numbered or _CONTINUATION.match(paragraph.lstrip()))
+        ):
             text, at = entries.pop()
             entries.append((f"{text} {pieces[0][0]}", at))
             pieces = pieces[1:]

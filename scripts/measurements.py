@@ -44,6 +44,10 @@ BENCHES = {
         "scripts/bench_browser.py: the built site in chromium, start-up to results.",
     ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
+    "graph": (
+        "Citation graph and map",
+        "scripts/bench_graph.py: matching against the hand-checked sample, the graph, suggest, map projections.",
+    ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
 }
 

@@ -138,10 +138,7 @@ class SitePages:
         }
 
     def write_all(self, related: dict[str, list[tuple[PaperRecord, float]]]) -> None:
-        cited = script_json(self.cited)
-        self.write(
-            "index.html", "index.html", page="search", app_config=script_json(self.app_config()), cited=cited
-        )
+        self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
         newest_first = sorted(self.papers, key=lambda p: p.first_version or p.published, reverse=True)
         drawn = paper_map(self.papers, [(c.citing, c.cited) for c in self.graph.citations])
         self.write(
@@ -182,6 +179,7 @@ class SitePages:
             "ort": base + runtime["ort"],
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
             # Runtime files the worker fetches as `<url>.gz` and decompresses (store.with_gzip).
+            "cited": self.cited,  # how many papers of the list cite each: results sort by it
             "gzipped": [
                 base + a.path.removesuffix(GZIP_SUFFIX)
                 for a in sorted(self.runtime_artifacts, key=lambda a: a.path)

@@ -19,6 +19,7 @@
  * @property {string} ort
  * @property {{mjs: string, wasm: string}} ort_wasm
  * @property {string[]} gzipped runtime URLs that have a `.gz` copy beside them
+ * @property {{[arxivId: string]: number}} cited how many papers of the list cite each (builder/citation_graph.py)
  */
 
 /** @typedef {{year_min: number | null, year_max: number | null, categories: string[], tags: string[]}} Filters */

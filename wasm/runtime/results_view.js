@@ -30,10 +30,10 @@ function groupByPaper(hits) {
   return [...groups.values()];
 }
 
-/** How many papers of the list cite each paper (the build's citation graph, in the page). */
+/** How many papers of the list cite each paper (the build's citation graph, in the page's config). */
 function listCitations() {
-  const source = document.getElementById("list-citations");
-  return /** @type {{[id: string]: number}} */ (source ? JSON.parse(source.textContent) : {});
+  const source = document.getElementById("app-config");
+  return /** @type {{[id: string]: number}} */ ((source && JSON.parse(source.textContent).cited) || {});
 }
 
 // Papers by relevance (as ranked), by date (newest first) or by how often the list cites them, keeping
