@@ -85,7 +85,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_eval.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")
     session.run("python", "scripts/bench_suggest.py", *site, "--record")
-    session.run("python", "scripts/bench_graph.py", *mirror, *site, "--cache", str(work / "cache"), "--record")
+    session.run(
+        "python", "scripts/bench_graph.py", *mirror, *site, "--cache", str(work / "cache"), "--record"
+    )
     session.run("python", "scripts/bench_encoder.py", *site, "--record")
     session.run("python", "scripts/bench_browser.py", *site, "--record")
     beir = [
