@@ -80,9 +80,11 @@ def write_site_data(
     with report.timed("graph"):
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
-    files = {**search.files, **encoder_files, "graph": graph_file}
+    files = {**search.files, **encoder_files}
     for artifact in files.values():
         artifacts += with_gzip(out_dir, artifact)
+    files["graph"] = graph_file  # no gzip copy: the browser never reads it, the pages are made from it
+    artifacts.append(graph_file)
     manifest = make_manifest(
         title=settings.title,
         base_url=settings.base_url,
