@@ -153,11 +153,19 @@ class DocumentEncoder:
     sentence-transformers does.
     """
 
-    def __init__(self, model_dir: Path, identity: ModelIdentity, onnx_path: Path, threads: int | None = None):
+    def __init__(
+        self,
+        model_dir: Path,
+        identity: ModelIdentity,
+        onnx_path: Path,
+        threads: int | None = None,
+        batch: int = DOCUMENT_BATCH,
+    ):
         self.model_dir = Path(model_dir)
         self.identity = identity
         self.onnx_path = Path(onnx_path)
         self.threads = threads or os.cpu_count() or 1
+        self.batch = batch  # padding changes a vector's last digits: builds keep DOCUMENT_BATCH
         self._running: _Running | None = None
 
     def _start(self) -> _Running:
@@ -193,8 +201,8 @@ class DocumentEncoder:
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)
         encodings = running.tokenizer.encode_batch([text.strip() for text in texts])
         order = sorted(range(len(texts)), key=lambda i: (-len(encodings[i].ids), i))
-        for start in range(0, len(order), DOCUMENT_BATCH):
-            batch = order[start : start + DOCUMENT_BATCH]
+        for start in range(0, len(order), self.batch):
+            batch = order[start : start + self.batch]
             ids = np.zeros((len(batch), len(encodings[batch[0]].ids)), dtype=np.int64)
             mask = np.zeros_like(ids)
             for row, i in enumerate(batch):
