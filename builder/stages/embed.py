@@ -5,6 +5,12 @@ not sentence-transformers' torch: the same vectors (min cosine 0.99999 to senten
 mirror) at a fraction of the time on two cores (`nox -s bench` measures both). The model is started
 only when some chunk is not cached, so a rebuild where nothing changed never loads it.
 
+Faster settings that were measured and not taken (scripts/bench_embed.py, docs/measurements.md):
+onnxruntime's dynamic int8 of this graph needs about half the CPU time per chunk but moves vectors to a
+min cosine of 0.986 (the floor is 0.999; each large group of matrices alone already breaks it), and
+torch in bfloat16 holds the floor but costs more CPU than this graph. Batch sizes 1-16 and one thread
+are within about 1.2x of these settings; one thread gives bitwise the same vectors as two.
+
 Vectors are cached per paper under the model's identity (name + weights checksum + prefix), keyed by
 chunk id and a hash of the exact text embedded, so adding one paper embeds only that paper's chunks
 and a changed model or prefix never reuses stale vectors. Before anything is indexed, a handful of
