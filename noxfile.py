@@ -81,6 +81,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/measure_parse.py", *mirror)
     session.run("python", "scripts/measure_chunks.py", *mirror)
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
+    session.run("python", "scripts/bench_embed.py", *mirror, "--cache", str(work / "cache"), "--record")
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")

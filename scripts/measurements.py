@@ -33,6 +33,10 @@ DOCUMENT = REPO_ROOT / "docs" / "measurements.md"
 # Every bench that records, in the page's order: its section title and what it measures.
 BENCHES = {
     "build": ("Whole-mirror build", "scripts/bench_build.py: build times, embed throughput, artifact bytes."),
+    "embed": (
+        "Document embedding",
+        "scripts/bench_embed.py: chunks/s of embedding settings and their vectors' cosine to the builder's.",
+    ),
     "eval": ("Retrieval quality", "scripts/bench_eval.py: `python -m builder eval` over every question set."),
     "core": ("Search core latency", "scripts/bench_core.py: the core alone, in CPython and in Pyodide."),
     "encoder": (

@@ -2,6 +2,7 @@
 of the cache key, and a rebuild with every vector cached never starts it."""
 
 import json
+import random
 import shutil
 from dataclasses import replace
 
@@ -36,6 +37,22 @@ def test_document_vectors_equal_sentence_transformers(built_sites, model_dir):
     assert float(np.min(np.sum(ours * reference, axis=1))) >= 0.99999
     alone = embed.encode(encoder, [texts[0]])  # batching and padding do not change a text's vector
     assert float(alone[0] @ ours[0]) >= 0.999999
+
+
+def test_rows_follow_the_texts_whatever_the_length_batching(built_sites, model_dir):
+    """Texts are run longest first in batches; each row must still be its own text's vector."""
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    path = document_encoder_path(built_sites.cache, identity)
+    encoder = embed.DocumentEncoder(model_dir, identity, path, batch=3)
+    texts = texts_of(built_sites.second)[:8] + [LONG, "x"]
+    assert len({len(t) for t in texts}) == len(texts)  # lengths differ, so batching reorders them
+    forward = encoder.encode(texts)
+    shuffled = random.Random(1).sample(range(len(texts)), len(texts))
+    again = encoder.encode([texts[i] for i in shuffled])
+    alone = np.stack([encoder.encode([text])[0] for text in texts])
+    assert np.min(np.sum(again * forward[shuffled], axis=1)) >= 0.999999
+    assert np.min(np.sum(alone * forward, axis=1)) >= 0.999999
+    assert np.max(forward @ forward.T - np.eye(len(texts))) < 0.99  # distinct texts, distinct rows
 
 
 def test_the_engine_is_part_of_the_cache_key(model_dir):

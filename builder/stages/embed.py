@@ -5,6 +5,12 @@ not sentence-transformers' torch: the same vectors (min cosine 0.99999 to senten
 mirror) at a fraction of the time on two cores (`nox -s bench` measures both). The model is started
 only when some chunk is not cached, so a rebuild where nothing changed never loads it.
 
+Faster settings that were measured and not taken (scripts/bench_embed.py, docs/measurements.md):
+onnxruntime's dynamic int8 of this graph needs about half the CPU time per chunk but moves vectors to a
+min cosine of 0.986 (the floor is 0.999; each large group of matrices alone already breaks it), and
+torch in bfloat16 holds the floor but costs more CPU than this graph. Batch sizes 1-16 and one thread
+are within about 1.2x of these settings; one thread gives bitwise the same vectors as two.
+
 Vectors are cached per paper under the model's identity (name + weights checksum + prefix), keyed by
 chunk id and a hash of the exact text embedded, so adding one paper embeds only that paper's chunks
 and a changed model or prefix never reuses stale vectors. Before anything is indexed, a handful of
@@ -153,11 +159,19 @@ class DocumentEncoder:
     sentence-transformers does.
     """
 
-    def __init__(self, model_dir: Path, identity: ModelIdentity, onnx_path: Path, threads: int | None = None):
+    def __init__(
+        self,
+        model_dir: Path,
+        identity: ModelIdentity,
+        onnx_path: Path,
+        threads: int | None = None,
+        batch: int = DOCUMENT_BATCH,
+    ):
         self.model_dir = Path(model_dir)
         self.identity = identity
         self.onnx_path = Path(onnx_path)
         self.threads = threads or os.cpu_count() or 1
+        self.batch = batch  # padding changes a vector's last digits: builds keep DOCUMENT_BATCH
         self._running: _Running | None = None
 
     def _start(self) -> _Running:
@@ -193,8 +207,8 @@ class DocumentEncoder:
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)
         encodings = running.tokenizer.encode_batch([text.strip() for text in texts])
         order = sorted(range(len(texts)), key=lambda i: (-len(encodings[i].ids), i))
-        for start in range(0, len(order), DOCUMENT_BATCH):
-            batch = order[start : start + DOCUMENT_BATCH]
+        for start in range(0, len(order), self.batch):
+            batch = order[start : start + self.batch]
             ids = np.zeros((len(batch), len(encodings[batch[0]].ids)), dtype=np.int64)
             mask = np.zeros_like(ids)
             for row, i in enumerate(batch):
