@@ -52,8 +52,8 @@ def install_browser_runtimes(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (small corpora; a few minutes)."""
-    install(session, "[dev]")
+    """The test suite (small corpora; a few minutes). The ray extra too, so `build --ray` is tested."""
+    install(session, "[dev,ray]")
     install_browser_runtimes(session)
     session.run("pytest", *(session.posargs or ["-q"]))
 

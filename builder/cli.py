@@ -93,6 +93,24 @@ def _parse_limit_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _ray_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="parse and embed on a Ray cluster (pip install .[ray]): at ADDRESS (host:port or ray://host:port), "
+        "else at $RAY_ADDRESS, else on a Ray instance started on this machine",
+    )
+    parser.add_argument(
+        "--ray-workers",
+        type=_positive(int),
+        metavar="N",
+        help="embedding actors on the Ray cluster, each loading the model once (default: one per GPU, "
+        "else one per node)",
+    )
+
+
 def _positive(kind: type[float] | type[int]):
     def read(text: str) -> float | int:
         try:
@@ -142,6 +160,7 @@ def _add_build_commands(commands) -> None:
         f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
     _parse_limit_args(build)
+    _ray_args(build)
 
     fetch_cmd = commands.add_parser(
         "fetch",

@@ -45,6 +45,8 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         base_url=_base_url(args),
         refresh=args.refresh or refresh_from_env(),
         parse_limits=_parse_limits(args),
+        ray=getattr(args, "ray", None),
+        ray_workers=getattr(args, "ray_workers", None),
     )
 
 
@@ -67,7 +69,17 @@ def _base_url(args: argparse.Namespace) -> str | None:
 def cmd_build(args: argparse.Namespace) -> int:
     from builder.pipeline import build
 
-    report, code = build(build_options(args, args.out))
+    options = build_options(args, args.out)
+    if options.ray is None:
+        report, code = build(options)
+    else:
+        from builder.distributed import ClusterError
+
+        try:
+            report, code = build(options)
+        except ClusterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     for line in report.summary_lines():
         print(line)
     if code and report.papers == 0:
