@@ -59,6 +59,13 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         f"default: ${MIRROR_ENV} if set",
     )
     parser.add_argument(
+        "--pdfs",
+        type=Path,
+        metavar="DIR",
+        help="take PDFs from this folder instead of downloading them: <id>vN.pdf files, or tar archives of "
+        "them such as arXiv's bulk data (metadata still comes from arXiv's API)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="exit non-zero if any paper failed (default: only if all failed)",

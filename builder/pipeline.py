@@ -35,6 +35,7 @@ class BuildOptions:
     out_dir: Path
     cache_dir: Path
     mirror: Path | None = None
+    pdf_folder: Path | None = None  # PDFs, loose or in tar archives, taken instead of downloaded
     offline: bool = False
     strict: bool = False
     progress: bool = True
@@ -62,6 +63,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         delay_seconds=options.arxiv_delay,
         corpus_file=options.corpus_path,
         refresh=options.refresh,
+        pdf_folder=options.pdf_folder,
     )
     if options.arxiv_api:  # otherwise arXiv's own API (FetchOptions' default)
         fetching = replace(fetching, api_url=options.arxiv_api)

@@ -29,6 +29,15 @@ def _mirror(args: argparse.Namespace) -> Path | None:
     return mirror
 
 
+def _pdf_folder(args: argparse.Namespace) -> Path | None:
+    folder = getattr(args, "pdfs", None)
+    if folder is not None and not folder.is_dir():
+        raise config.CorpusError(
+            f"--pdfs {folder} is not a folder (of <id>vN.pdf files or tar archives of them)"
+        )
+    return folder
+
+
 def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
     from builder.pipeline import BuildOptions
 
@@ -37,6 +46,7 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         out_dir=out_dir,
         cache_dir=args.cache,
         mirror=_mirror(args),
+        pdf_folder=_pdf_folder(args),
         offline=args.offline,
         strict=args.strict,
         progress=not args.no_progress,
