@@ -69,6 +69,36 @@ def run(corpus: Path, out: Path, cache: Path, mirror: Path, extra: list[str]) ->
     return seconds, json.loads((out / "build-report.json").read_text())
 
 
+class NoOp:
+    """An actor that does nothing: what remains of a call is Ray Data's own cost."""
+
+    def __call__(self, batch: dict) -> dict:
+        return batch
+
+
+def call_overhead(calls: int = 200) -> float:
+    """Seconds per actor-pool call of one row (the embed stage's GROUPS_PER_CALL is one model group
+    per call: this against a group's seconds says what a larger batch could save)."""
+    import ray
+    import ray.data
+    from ray.data import ActorPoolStrategy
+
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        rows = [{"group": n, "texts": "[]"} for n in range(calls)]
+        warm = ray.data.from_items(rows[:4]).map_batches(
+            NoOp, batch_size=1, compute=ActorPoolStrategy(size=1)
+        )
+        warm.materialize()
+        started = time.perf_counter()
+        timed = ray.data.from_items(rows).map_batches(NoOp, batch_size=1, compute=ActorPoolStrategy(size=1))
+        timed.materialize()
+        return (time.perf_counter() - started) / calls
+    finally:
+        ray.shutdown()
+
+
 def summary(runs: list[tuple[float, dict]], local_wall: float | None) -> dict:
     walls = [seconds for seconds, _ in runs]
     embeds = [report["seconds"]["embed"] for _, report in runs]
@@ -121,6 +151,9 @@ def main() -> int:
         "modes": {"local": local}
         | {mode: summary(runs[mode], local["wall_seconds"]) for mode in MODES if mode != "local"},
     }
+    groups = -(-runs["local"][0][1]["embedded_chunks"] // 64)  # embed.model_batches' groups, about
+    result["actor_call_overhead_seconds"] = round(call_overhead(), 4)
+    result["model_group_seconds_local"] = round(local["embed_stage_seconds"] / groups, 2)
     print(json.dumps(result, indent=1))
     if args.record:
         bench_run.save(result)

@@ -19,6 +19,8 @@ import pytest
 from conftest import SMALL_PAPERS, write_corpus
 from support import corpus
 
+from builder.distributed.cluster import Plan, plan_actors
+
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
     reason="the ray extra is not installed (pip install .[ray]; nox -s tests installs it)",
@@ -185,3 +187,18 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, generated_mirror):
         "`ray start --head`, or build without --ray"
     ]
     assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize(
+    ("resources", "nodes", "workers", "expected"),
+    [
+        ({"CPU": 2.0}, 1, 2, Plan(2, 0.667, 0.0, 1)),  # the hang: two actors on two CPUs
+        ({"CPU": 2.0}, 1, None, Plan(1, 1.0, 0.0, 2)),
+        ({"CPU": 16.0, "GPU": 1.0}, 1, None, Plan(1, 1.0, 1.0, 16)),  # the GPU machine
+        ({"CPU": 64.0, "GPU": 4.0}, 2, None, Plan(4, 1.0, 1.0, 16)),  # two nodes of two GPUs
+    ],
+)
+def test_the_actor_pool_leaves_room_for_the_steps_that_feed_it(resources, nodes, workers, expected):
+    plan = plan_actors(resources, nodes, workers)
+    assert plan == expected
+    assert plan.actors * plan.cpus_per_actor < resources["CPU"]

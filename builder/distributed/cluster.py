@@ -64,9 +64,12 @@ def check_reachable(address: str, seconds: float = CONNECT_SECONDS) -> None:
 @contextmanager
 def connected(address: str | None, progress: bool) -> Iterator[None]:
     """Ray started (or joined) for the block, and shut down (or left) after it."""
+    try:
+        import ray
+    except ImportError as error:
+        raise ClusterError("--ray needs Ray: pip install .[ray] (the `ray` extra of this project)") from error
     if address is not None:
         check_reachable(address)
-    import ray
 
     logging.getLogger("ray").setLevel(logging.WARNING)
     try:
@@ -103,15 +106,16 @@ class Plan:
 
 
 def plan_actors(resources: dict[str, Any], nodes: int, workers: int | None) -> Plan:
-    """One actor per GPU where there are GPUs; otherwise one per node unless `workers` says more.
-    Actors together reserve at most all CPUs but a share as large as one actor's, so the steps that
-    feed them always find a CPU."""
+    """One actor per GPU where there are GPUs, otherwise one per node, unless `workers` says. Actors
+    together reserve at most all CPUs but a share as large as one actor's, so the steps that feed them
+    always find a CPU."""
     cpus = float(resources.get("CPU", 1.0))
     gpus = float(resources.get("GPU", 0.0))
     actors = workers or (int(gpus) if gpus >= 1 else max(1, nodes))
     per_node = max(1.0, cpus / max(1, nodes))
     threads = max(1, int(per_node // max(1, -(-actors // max(1, nodes)))))
-    reserve = min(float(threads), cpus / (actors + 1))
+    # On a GPU an actor's CPU work is tokenizing and feeding: one CPU is its share.
+    reserve = min(1.0 if gpus >= 1 else float(threads), cpus / (actors + 1))
     return Plan(actors, round(reserve, 3), min(1.0, gpus / actors) if gpus >= 1 else 0.0, threads)
 
 
