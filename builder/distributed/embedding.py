@@ -59,7 +59,6 @@ class GroupEncoder:
 
     def __init__(self, model_dir: str, identity: embed.ModelIdentity, onnx_path: str, threads: int):
         self.model = embed.DocumentEncoder(Path(model_dir), identity, Path(onnx_path), threads)
-        self.dims = identity.dims
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         vectors = [embed.encode(self.model, json.loads(str(texts))).tobytes() for texts in batch["texts"]]

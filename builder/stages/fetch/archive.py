@@ -91,10 +91,10 @@ class PdfFolder:
                     _write(handle, located.gzipped, target)
             else:
                 with tarfile.open(located.path, "r:*") as archive:
-                    handle = archive.extractfile(located.member)
-                    if handle is None:
+                    member = archive.extractfile(located.member)
+                    if member is None:
                         return False
-                    _write(handle, located.gzipped, target)
+                    _write(member, located.gzipped, target)
         except (tarfile.TarError, OSError, EOFError) as error:
             log.warning(
                 "%s in %s could not be read (%s); downloading it instead", versioned, located.path, error
