@@ -77,6 +77,8 @@ SANITY_PAIRS = (
 # their last digits.
 DOCUMENT_ENGINE = "onnxruntime-fp32/1"
 DOCUMENT_BATCH = 4  # texts per run, sorted by length so padding stays small; best of 1, 4 and 16 on a quiet machine (nox -s bench)
+GROUP = 64  # texts per checkpoint, and the unit of work a Ray actor gets (builder/distributed/)
+Job = tuple[str, list[str], list[str]]  # one paper's work: (arxiv_id, text ids, texts to embed)
 
 
 class EmbeddingSanityError(RuntimeError):
@@ -349,7 +351,7 @@ class EmbedStats:
     embedded_abouts: int = 0  # title-and-abstract texts (ABOUT_ID) embedded, not counted as chunks
 
 
-def model_batches(texts: Sequence[str], batch_size: int = 64) -> list[list[int]]:
+def model_batches(texts: Sequence[str], batch_size: int = GROUP) -> list[list[int]]:
     """`texts`' positions in the model's groups: longest first, fixed by the texts (Ray: the same bits)."""
     order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
@@ -358,8 +360,8 @@ def model_batches(texts: Sequence[str], batch_size: int = 64) -> list[list[int]]
 def embed_papers(
     model,
     cache: EmbeddingCache,
-    papers: Sequence[tuple[str, list[str], list[str]]],
-    batch_size: int = 64,
+    papers: Sequence[Job],
+    batch_size: int = GROUP,
     progress: bool = True,
 ) -> tuple[list[np.ndarray], EmbedStats]:
     """Vectors for each paper's texts; `papers` holds (arxiv_id, chunk ids, texts to embed)."""
@@ -416,17 +418,14 @@ class Embedded:
     papers: np.ndarray
 
 
-def embedding_jobs(
-    papers: list[IngestedPaper], identity: ModelIdentity
-) -> list[tuple[str, list[str], list[str]]]:
+def embedding_jobs(papers: list[IngestedPaper], identity: ModelIdentity) -> list[Job]:
     """(arxiv_id, text ids, texts to embed) per paper: its chunks, then its title and abstract."""
     jobs = []
     for paper in papers:
         about = [text for text in [about_text(paper.meta.title, paper.meta.abstract)] if text]
         texts = [identity.document_prefix + t for t in [c.indexed_text for c in paper.chunks] + about]
-        jobs.append(
-            (paper.meta.arxiv_id, [c.chunk_id for c in paper.chunks] + [ABOUT_ID] * len(about), texts)
-        )
+        ids = [c.chunk_id for c in paper.chunks] + [ABOUT_ID] * len(about)
+        jobs.append((paper.meta.arxiv_id, ids, texts))
     return jobs
 
 
@@ -445,11 +444,5 @@ def embed_ingested(
         for p, rows in zip(papers, per_paper, strict=True)
     ]
     empty = np.zeros((0, identity.dims), np.float32)
-    return (
-        Embedded(
-            identity,
-            np.concatenate(chunk_rows) if chunk_rows else empty,
-            np.stack(paper_rows) if paper_rows else empty,
-        ),
-        stats,
-    )
+    chunk_vectors = np.concatenate(chunk_rows) if chunk_rows else empty
+    return Embedded(identity, chunk_vectors, np.stack(paper_rows) if paper_rows else empty), stats
