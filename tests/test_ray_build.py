@@ -112,7 +112,7 @@ def ray_cache(root: Path, local_root: Path) -> Path:
 
 
 @needs_ray
-def test_a_ray_cluster_builds_the_local_sites_bytes_on_two_cpus(
+def test_a_ray_cluster_builds_the_local_sites_bytes_on_two_cpus_and_a_local_build_follows(
     tmp_path, cluster, local_build, generated_mirror, environment
 ):
     local_root, _ = local_build
@@ -130,6 +130,17 @@ def test_a_ray_cluster_builds_the_local_sites_bytes_on_two_cpus(
     report = json.loads((tmp_path / "site" / "build-report.json").read_text())
     assert report["embedded_chunks"] == report["chunks"] > 0  # every chunk went through the cluster
     assert list((tmp_path / "cache" / "parsed").rglob("*.json"))  # parsed there, into this cache
+    # A local build follows on the same cache: nothing left to parse or embed, the same site.
+    again = subprocess.run(
+        build_command(*build_args(listed, tmp_path / "again", tmp_path / "cache", generated_mirror)),
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=BUILD_SECONDS,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((tmp_path / "again" / "build-report.json").read_text())["embedded_chunks"] == 0
+    assert site_files(tmp_path / "again") == site_files(local_root / "site")
 
 
 def busy_encoder() -> int | None:
