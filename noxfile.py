@@ -52,8 +52,8 @@ def install_browser_runtimes(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (small corpora; a few minutes)."""
-    install(session, "[dev]")
+    """The test suite (small corpora; a few minutes). The ray extra too, so `build --ray` is tested."""
+    install(session, "[dev,ray]")
     install_browser_runtimes(session)
     session.run("pytest", *(session.posargs or ["-q"]))
 
@@ -72,7 +72,7 @@ def build(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Whole-mirror and BEIR measurements (tens of minutes on 2 cores), recorded in docs/measurements.md."""
-    install(session, "[dev]")
+    install(session, "[dev,ray]")
     install_browser_runtimes(session)
     if not MIRROR.is_dir():
         session.error(f"bench needs the arXiv mirror at {MIRROR}")
@@ -82,6 +82,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/measure_chunks.py", *mirror)
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
     session.run("python", "scripts/bench_embed.py", *mirror, "--cache", str(work / "cache"), "--record")
+    session.run("python", "scripts/bench_ray.py", *mirror, "--work", str(work.parent / "ray"), "--record")
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")

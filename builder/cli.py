@@ -61,6 +61,13 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         f"default: ${MIRROR_ENV} if set",
     )
     parser.add_argument(
+        "--pdfs",
+        type=Path,
+        metavar="DIR",
+        help="take PDFs from this folder instead of downloading them: <id>vN.pdf files, or tar archives of "
+        "them such as arXiv's bulk data (metadata still comes from arXiv's API)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="exit non-zero if any paper failed (default: only if all failed)",
@@ -92,6 +99,24 @@ def _parse_limit_args(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MEMORY_MB,
         metavar="MB",
         help=f"the most memory one paper's parsing may take; a paper over it fails alone (default: {DEFAULT_MEMORY_MB})",
+    )
+
+
+def _ray_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="parse and embed on a Ray cluster (pip install .[ray]): at ADDRESS (host:port or ray://host:port), "
+        "else at $RAY_ADDRESS, else on a Ray instance started on this machine",
+    )
+    parser.add_argument(
+        "--ray-workers",
+        type=_positive(int),
+        metavar="N",
+        help="embedding actors on the Ray cluster, each loading the model once (default: one per GPU, "
+        "else one per node)",
     )
 
 
@@ -145,6 +170,7 @@ def _add_build_commands(commands) -> None:
         f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
     _parse_limit_args(build)
+    _ray_args(build)
 
     fetch_cmd = commands.add_parser(
         "fetch",

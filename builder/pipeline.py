@@ -8,8 +8,11 @@ report and the rest of the build goes on, and the report records every stage's w
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder import config
 from builder.models import Failure, FetchedPaper, IngestedPaper, LockEntry, ParsedPaper
@@ -22,6 +25,9 @@ from builder.stages import chunk, embed, fetch, parse
 from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.stages.render import render
 
+if TYPE_CHECKING:
+    from builder.distributed import Cluster
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -29,6 +35,7 @@ class BuildOptions:
     out_dir: Path
     cache_dir: Path
     mirror: Path | None = None
+    pdf_folder: Path | None = None  # PDFs, loose or in tar archives, taken instead of downloaded
     offline: bool = False
     strict: bool = False
     progress: bool = True
@@ -38,6 +45,8 @@ class BuildOptions:
     base_url: str | None = None  # overrides the corpus file's (the publishing workflow's Pages path)
     refresh: bool = False  # ask arXiv for the latest version of papers the corpus file does not pin
     parse_limits: ParseLimits = DEFAULT_LIMITS  # time and memory for one paper's parsing
+    ray: str | None = None  # parse and embed on Ray: "" = RAY_ADDRESS or a local instance, else its address
+    ray_workers: int | None = None  # embedding actors (default: one per GPU, else one per node)
 
 
 @dataclass
@@ -54,6 +63,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         delay_seconds=options.arxiv_delay,
         corpus_file=options.corpus_path,
         refresh=options.refresh,
+        pdf_folder=options.pdf_folder,
     )
     if options.arxiv_api:  # otherwise arXiv's own API (FetchOptions' default)
         fetching = replace(fetching, api_url=options.arxiv_api)
@@ -77,12 +87,15 @@ def fetch_corpus(corpus: config.Corpus, options: BuildOptions, report: BuildRepo
 
 
 def parse_papers(
-    papers: list[FetchedPaper], options: BuildOptions, report: BuildReport
+    papers: list[FetchedPaper], options: BuildOptions, report: BuildReport, cluster: Cluster | None = None
 ) -> list[tuple[FetchedPaper, ParsedPaper]]:
     with report.timed("parse"):
-        results = parse.parse_papers(
-            papers, options.cache_dir, options.jobs, options.progress, options.parse_limits
-        )
+        if cluster is not None:
+            results = cluster.parse(papers, options.cache_dir, options.parse_limits)
+        else:
+            results = parse.parse_papers(
+                papers, options.cache_dir, options.jobs, options.progress, options.parse_limits
+            )
     parsed = []
     for paper, result in zip(papers, results, strict=True):
         if isinstance(result, Failure):
@@ -112,10 +125,10 @@ def chunk_papers(
     return papers
 
 
-def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
+def ingest(corpus: config.Corpus, options: BuildOptions, cluster: Cluster | None = None) -> Ingest:
     report = BuildReport(listed=len(corpus.papers))
     fetched = fetch_corpus(corpus, options, report)
-    parsed = parse_papers(fetched, options, report)
+    parsed = parse_papers(fetched, options, report, cluster)
     papers = chunk_papers(parsed, corpus, options, report)
     report.papers = len(papers)
     report.pages = sum(p.parsed.page_count for p in papers)
@@ -125,15 +138,33 @@ def ingest(corpus: config.Corpus, options: BuildOptions) -> Ingest:
 
 
 def embed_papers(
-    papers: list[IngestedPaper], corpus: config.Corpus, options: BuildOptions, report: BuildReport
+    papers: list[IngestedPaper],
+    corpus: config.Corpus,
+    options: BuildOptions,
+    report: BuildReport,
+    cluster: Cluster | None = None,
 ) -> embed.Embedded:
+    """On a cluster, the new vectors are made there and put in the cache; the stage then finds them."""
     model_dir = resolve_model_dir(corpus.settings.model)
     with report.timed("embed"):
+        on_cluster = cluster.embed(papers, corpus.settings, model_dir, options.cache_dir) if cluster else 0
         embedded, stats = embed.embed_ingested(
             papers, corpus.settings, model_dir, options.cache_dir, options.progress
         )
-    report.embedded_chunks = stats.embedded
+    report.embedded_chunks = on_cluster + stats.embedded
     return embedded
+
+
+@contextmanager
+def cluster_for(options: BuildOptions) -> Iterator[Cluster | None]:
+    """The Ray cluster the build runs on, or None: without --ray nothing of Ray is imported."""
+    if options.ray is None:
+        yield None
+        return
+    from builder.distributed import ray_cluster
+
+    with ray_cluster(options.ray, options.ray_workers, options.progress) as cluster:
+        yield cluster
 
 
 def update_lock(options: BuildOptions, papers: list[IngestedPaper]) -> None:
@@ -192,10 +223,13 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     """The site is written beside `out_dir` and swapped in whole (builder/site/staging.py); a build that
     indexed no paper leaves the old site as it was."""
     corpus = load_corpus(options)
-    result = ingest(corpus, options)
-    if result.papers:
+    with cluster_for(options) as cluster:
+        result = ingest(corpus, options, cluster)
+        embedded = (
+            embed_papers(result.papers, corpus, options, result.report, cluster) if result.papers else None
+        )
+    if embedded is not None:
         report = result.report
-        embedded = embed_papers(result.papers, corpus, options, report)
         with staged_site(options.out_dir) as staging:
             site = write_site_data(
                 staging, result.papers, embedded, corpus.settings, options.cache_dir, report

@@ -53,6 +53,7 @@ BENCHES = {
         "scripts/bench_graph.py: matching against the hand-checked sample, the graph, suggest, map projections.",
     ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
+    "ray": ("Builds on Ray", "scripts/bench_ray.py: a cold-embed build, local and on a local Ray instance."),
 }
 
 Scalar = str | int | float | bool | None

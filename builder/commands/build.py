@@ -29,6 +29,15 @@ def _mirror(args: argparse.Namespace) -> Path | None:
     return mirror
 
 
+def _pdf_folder(args: argparse.Namespace) -> Path | None:
+    folder = getattr(args, "pdfs", None)
+    if folder is not None and not folder.is_dir():
+        raise config.CorpusError(
+            f"--pdfs {folder} is not a folder (of <id>vN.pdf files or tar archives of them)"
+        )
+    return folder
+
+
 def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
     from builder.pipeline import BuildOptions
 
@@ -37,6 +46,7 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         out_dir=out_dir,
         cache_dir=args.cache,
         mirror=_mirror(args),
+        pdf_folder=_pdf_folder(args),
         offline=args.offline,
         strict=args.strict,
         progress=not args.no_progress,
@@ -45,6 +55,8 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         base_url=_base_url(args),
         refresh=args.refresh or refresh_from_env(),
         parse_limits=_parse_limits(args),
+        ray=getattr(args, "ray", None),
+        ray_workers=getattr(args, "ray_workers", None),
     )
 
 
@@ -67,7 +79,17 @@ def _base_url(args: argparse.Namespace) -> str | None:
 def cmd_build(args: argparse.Namespace) -> int:
     from builder.pipeline import build
 
-    report, code = build(build_options(args, args.out))
+    options = build_options(args, args.out)
+    if options.ray is None:
+        report, code = build(options)
+    else:
+        from builder.distributed import ClusterError
+
+        try:
+            report, code = build(options)
+        except ClusterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     for line in report.summary_lines():
         print(line)
     if code and report.papers == 0:

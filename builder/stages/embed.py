@@ -83,6 +83,8 @@ SANITY_PAIRS = (
 # their last digits.
 DOCUMENT_ENGINE = "onnxruntime-fp32/1"
 DOCUMENT_BATCH = 4  # texts per run, sorted by length so padding stays small; best of 1, 4 and 16 on a quiet machine (nox -s bench)
+GROUP = 64  # texts per checkpoint, and the unit of work a Ray actor gets (builder/distributed/)
+Job = tuple[str, list[str], list[str]]  # one paper's work: (arxiv_id, text ids, texts to embed)
 
 
 class EmbeddingSanityError(RuntimeError):
@@ -363,11 +365,17 @@ class EmbedStats:
     embedded_abouts: int = 0  # title-and-abstract texts (ABOUT_ID) embedded, not counted as chunks
 
 
+def model_batches(texts: Sequence[str], batch_size: int = GROUP) -> list[list[int]]:
+    """`texts`' positions in the model's groups: longest first, fixed by the texts (Ray: the same bits)."""
+    order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
 def embed_papers(
     model,
     cache: EmbeddingCache,
-    papers: Sequence[tuple[str, list[str], list[str]]],
-    batch_size: int = 64,
+    papers: Sequence[Job],
+    batch_size: int = GROUP,
     progress: bool = True,
 ) -> tuple[list[np.ndarray], EmbedStats]:
     """Vectors for each paper's texts; `papers` holds (arxiv_id, chunk ids, texts to embed)."""
@@ -381,13 +389,10 @@ def embed_papers(
         if key not in cached[p]
     ]
     todo_texts = [papers[p][2][row] for p, row in todo]
-    # Longest first gives tight batches; the order is fixed by the texts, so results are repeatable.
-    order = sorted(range(len(todo_texts)), key=lambda i: (-len(todo_texts[i]), i))
     fresh = np.zeros((len(todo_texts), cache.dims), dtype=np.float32)
-    bar = tqdm(total=len(order), desc="embed", unit="chunk", disable=not progress or not order)
+    bar = tqdm(total=len(todo_texts), desc="embed", unit="chunk", disable=not progress or not todo_texts)
     # One model batch at a time, each kept as a checkpoint: a kill loses at most one batch of work.
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
+    for batch in model_batches(todo_texts, batch_size):
         fresh[batch] = encode(model, [todo_texts[i] for i in batch], batch_size)
         cache.checkpoint(
             [papers[todo[i][0]][0] for i in batch],
@@ -427,6 +432,17 @@ class Embedded:
     papers: np.ndarray
 
 
+def embedding_jobs(papers: list[IngestedPaper], identity: ModelIdentity) -> list[Job]:
+    """(arxiv_id, text ids, texts to embed) per paper: its chunks, then its title and abstract."""
+    jobs = []
+    for paper in papers:
+        about = [text for text in [about_text(paper.meta.title, paper.meta.abstract)] if text]
+        texts = [identity.document_prefix + t for t in [c.indexed_text for c in paper.chunks] + about]
+        ids = [c.chunk_id for c in paper.chunks] + [ABOUT_ID] * len(about)
+        jobs.append((paper.meta.arxiv_id, ids, texts))
+    return jobs
+
+
 def embed_ingested(
     papers: list[IngestedPaper], settings: Settings, model_dir: Path, cache_dir: Path, progress: bool
 ) -> tuple[Embedded, EmbedStats]:
@@ -434,30 +450,13 @@ def embed_ingested(
     sanity check, only then). A paper's title and abstract are embedded with its chunks."""
     identity = identify(settings.model, model_dir, settings.query_prefix, settings.document_prefix)
     model = DocumentEncoder(model_dir, identity, document_encoder_path(cache_dir, identity))
-    abouts = [about_text(p.meta.title, p.meta.abstract) for p in papers]
-    jobs = [
-        (
-            p.meta.arxiv_id,
-            [c.chunk_id for c in p.chunks] + ([ABOUT_ID] if about else []),
-            [
-                identity.document_prefix + text
-                for text in [c.indexed_text for c in p.chunks] + ([about] if about else [])
-            ],
-        )
-        for p, about in zip(papers, abouts, strict=True)
-    ]
+    jobs = embedding_jobs(papers, identity)
     per_paper, stats = embed_papers(model, EmbeddingCache(cache_dir, identity), jobs, progress=progress)
     chunk_rows = [rows[: len(p.chunks)] for p, rows in zip(papers, per_paper, strict=True)]
-    paper_rows = [
-        paper_vector(rows, rows[len(p.chunks)] if about else None)
-        for p, rows, about in zip(papers, per_paper, abouts, strict=True)
+    paper_rows = [  # a row past the paper's chunks is its title and abstract (embedding_jobs)
+        paper_vector(rows, rows[len(p.chunks)] if len(rows) > len(p.chunks) else None)
+        for p, rows in zip(papers, per_paper, strict=True)
     ]
     empty = np.zeros((0, identity.dims), np.float32)
-    return (
-        Embedded(
-            identity,
-            np.concatenate(chunk_rows) if chunk_rows else empty,
-            np.stack(paper_rows) if paper_rows else empty,
-        ),
-        stats,
-    )
+    chunk_vectors = np.concatenate(chunk_rows) if chunk_rows else empty
+    return Embedded(identity, chunk_vectors, np.stack(paper_rows) if paper_rows else empty), stats

@@ -5,7 +5,8 @@ Where a paper comes from, in order:
 1. the cache (`<cache_dir>/papers/<id>/<version>/paper.pdf` + `meta.json`): a complete entry is never
    fetched again, so a killed build resumes where it stopped;
 2. a local mirror folder (`pdf/<id>.pdf`, `meta/<id>.json`), used in place;
-3. arXiv: metadata through the `arxiv` package's client (batched `id_list` queries), the PDF from
+3. arXiv: metadata through the `arxiv` package's client (batched `id_list` queries), the PDF from a
+   folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`), else from
    `Result.pdf_url` with our own `requests` code (pacing, retries with backoff, resume, checks).
 
 Version resolution: the version pinned in the reading list, else the one recorded in the lock file,
@@ -34,6 +35,7 @@ from builder.config import CorpusError, lock_path_for, split_arxiv_id
 from builder.models import Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef
 from builder.paths import DEFAULT_CORPUS
 from builder.scratch import exclusive
+from builder.stages.fetch.archive import PdfFolder
 from builder.stages.fetch.arxiv_api import ArxivApi, meta_from_result
 from builder.stages.fetch.download import Fatal, GaveUp, Network, short_error
 from builder.stages.fetch.sources import (
@@ -74,6 +76,8 @@ class FetchOptions:
     # Ask arXiv for the latest version of every paper the corpus file does not pin, instead of taking
     # the lock file's (or the cache's, or the mirror's): a list that tracks new versions. Not offline.
     refresh: bool = False
+    # PDFs taken instead of downloaded: `<id>vN.pdf` files or tar archives of them (arXiv's bulk data).
+    pdf_folder: Path | None = None
 
     @property
     def lock_file(self) -> Path:
@@ -128,6 +132,7 @@ class _Fetcher:
         self.lock_file = options.lock_file
         self.cache = Cache(Path(options.cache_dir))
         self.mirror = Mirror(Path(options.mirror)) if options.mirror else None
+        self.pdfs = PdfFolder(Path(options.pdf_folder)) if options.pdf_folder else None
         self.network = Network(
             options.delay_seconds, options.timeout, options.max_retries, options.backoff_base
         )
@@ -366,6 +371,9 @@ class _Fetcher:
         """`pdf` present, downloaded now if needed; False (after a failure line) when it could not be."""
         # paper.pdf without meta.json: a run that died between the two writes; the PDF was checked.
         if not pdf.is_file():
+            if self.pdfs is not None and self.pdfs.copy(meta.versioned_id, part):
+                os.replace(part, pdf)
+                return True
             if self.network.down:
                 self._fail(
                     ref.arxiv_id,
