@@ -83,6 +83,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
+    session.run("python", "scripts/bench_navigation.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")
     session.run("python", "scripts/bench_suggest.py", *site, "--record")
     session.run("python", "scripts/bench_encoder.py", *site, "--record")

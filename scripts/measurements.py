@@ -43,6 +43,10 @@ BENCHES = {
         "In the browser",
         "scripts/bench_browser.py: the built site in chromium, start-up to results.",
     ),
+    "navigation": (
+        "Navigational queries",
+        "scripts/bench_navigation.py: a query naming a paper (id, title, author and year, short name) puts it first.",
+    ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
 }
