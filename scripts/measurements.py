@@ -48,6 +48,10 @@ BENCHES = {
         "scripts/bench_navigation.py: a query naming a paper (id, title, author and year, short name) puts it first.",
     ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
+    "weak": (
+        "Low-match note",
+        "scripts/calibrate_weak_match.py: answerable questions called weak (false alarms) and weak queries caught.",
+    ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
 }
 

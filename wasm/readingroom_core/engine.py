@@ -291,6 +291,10 @@ class SearchEngine:
             for result in top
         ]
 
+    def doc_freq(self, term: str) -> int:
+        """How many passages hold `term` (the weak-match check weighs the query's words by it)."""
+        return self._bm25.doc_freq(term)
+
     def suggest(self, query: str) -> str | None:
         """`query` with each word the corpus never uses replaced by the closest word it does, or None."""
         return self.speller.suggest(query)
@@ -388,22 +392,3 @@ class SearchEngine:
             similarity=similarity,
             named=named,
         )
-
-
-# Below this cosine, a passage that shares no word with the query is noise, not an answer. On the 112-paper
-# mirror site (scripts/calibrate_weak_match.py): the best passage of each of the 60 dev + extra questions
-# scores 0.40 to 0.85 (median 0.63); 12 nonsense queries with no word in the corpus score 0.22 to 0.37, 10
-# of them under 0.35; "thermodynamics of perceptrons", a true paraphrase with no shared word, 0.43.
-WEAK_SIMILARITY = 0.35
-
-
-def weak_match(hits: Sequence[Hit]) -> bool:
-    """Whether nothing matches well: no passage shares a word with the query and none is close in meaning.
-
-    A nonsense query ("zzqx") still gets the 20 nearest passages from the dense side; the page says so
-    instead of presenting them as answers.
-    """
-    if any(hit.ranks.get("bm25") is not None or hit.named for hit in hits):
-        return False
-    best = max((hit.similarity for hit in hits if hit.similarity is not None), default=None)
-    return best is None or best < WEAK_SIMILARITY
