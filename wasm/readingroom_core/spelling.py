@@ -118,20 +118,26 @@ class Speller:
         """
         lower = typed.lower()
         allowed = 2 if len(lower) >= TWO_EDITS_FROM else 1
-        letters = set(lower) | set(term)
+        # against the typed word and against its stem: "rotery" is "roteri" as "rotary" is "rotari"
+        forms = [(form, set(form)) for form in dict.fromkeys((lower, term))]
+        letters = set(lower).union(term)
         near = []
         for known in self._bm25.terms_near(term, max(4, len(lower) - MAX_ENDING), len(lower) + allowed):
             # each letter of `known` the typed word lacks costs an edit: most terms fail here, cheaply
-            if known.isalpha() and len(set(known).difference(letters)) <= allowed:
+            if not known.isalpha() or len(set(known).difference(letters)) > allowed:
+                continue
+            distance, ending = allowed + 1, 0
+            for form, form_letters in forms:
+                if len(set(known).difference(form_letters)) <= allowed:
+                    distance, ending = min((distance, ending), stem_distance(known, form, allowed))
+            if distance <= allowed:
                 passages = self._bm25.doc_freq(known)
-                # against the typed word and against its stem: "rotery" is "roteri" as "rotary" is "rotari"
-                distance, ending = min(
-                    stem_distance(known, lower, allowed), stem_distance(known, term, allowed)
-                )
-                if distance <= allowed and (passages >= MIN_PASSAGES or distance < allowed):
+                if passages >= MIN_PASSAGES or distance < allowed:
                     near.append((distance, ending, -passages, known))
         found = []
-        for _, _, minus_passages, known in sorted(near)[:SPELLED_CANDIDATES]:
+        for stem_edits, _, minus_passages, known in sorted(near)[:SPELLED_CANDIDATES]:
+            if found and stem_edits > min(candidate.distance for candidate in found):
+                break  # the rest are farther (a stem's edits rarely exceed its nearest word's)
             spelt = [
                 (edit_distance(lower, word, allowed), -count, word)
                 for word, count in self._spellings(known).items()
