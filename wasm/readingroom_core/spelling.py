@@ -134,7 +134,7 @@ class Speller:
                 passages = self._bm25.doc_freq(known)
                 if passages >= MIN_PASSAGES or distance < allowed:
                     near.append((distance, ending, -passages, known))
-        found = []
+        found: list[Candidate] = []
         for stem_edits, _, minus_passages, known in sorted(near)[:SPELLED_CANDIDATES]:
             if found and stem_edits > min(candidate.distance for candidate in found):
                 break  # the rest are farther (a stem's edits rarely exceed its nearest word's)
