@@ -85,6 +85,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_ray.py", *mirror, "--work", str(work.parent / "ray"), "--record")
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
+    session.run("python", "scripts/bench_navigation.py", *site, "--record")
+    session.run("python", "scripts/calibrate_weak_match.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")
     session.run("python", "scripts/bench_suggest.py", *site, "--record")
     session.run(

@@ -47,10 +47,18 @@ BENCHES = {
         "In the browser",
         "scripts/bench_browser.py: the built site in chromium, start-up to results.",
     ),
+    "navigation": (
+        "Navigational queries",
+        "scripts/bench_navigation.py: a query naming a paper (id, title, author and year, short name) puts it first.",
+    ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
     "graph": (
         "Citation graph and map",
         "scripts/bench_graph.py: matching against the hand-checked sample, the graph, suggest, map projections.",
+    ),
+    "weak": (
+        "Low-match note",
+        "scripts/calibrate_weak_match.py: answerable questions called weak (false alarms) and weak queries caught.",
     ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
     "ray": ("Builds on Ray", "scripts/bench_ray.py: a cold-embed build, local and on a local Ray instance."),

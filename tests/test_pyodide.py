@@ -99,7 +99,15 @@ def test_searches_match_cpython_in_every_mode(site, wheel):
 def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
     """What worker.js calls (readingroom_core.browser): token ids, prepared searches and their JSON
     replies, float32 vectors and facet filters included, the same in Pyodide as in CPython."""
-    queries = [*dev_queries()[:10], *KEYWORD_QUERIES, "zzqx", "grouped query attenton", "year:abc attention"]
+    named = ["arXiv:2305.13245v2", "Carvalho et al. 2023"]  # the generated GQA paper, by id and by author
+    queries = [
+        *dev_queries()[:10],
+        *KEYWORD_QUERIES,
+        *named,
+        "zzqx",
+        "grouped query attenton",
+        "year:abc attention",
+    ]
     vectors = encode_queries(site, queries)
     cases = [
         {"query": query, "k": 10, "mode": MODES[n % 3], "vector": vector, "filters": {}}
@@ -116,6 +124,9 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         assert have.get("error") == want.get("error"), where
         assert (have.get("weak"), have.get("suggestion")) == (want.get("weak"), want.get("suggestion")), where
         assert_same_hits(want.get("hits", []), have.get("hits", []), where)
+    for query in named:  # navigation: the named paper's opening passage first, in every mode
+        first = expected[queries.index(query)]["hits"][0]
+        assert (first["arxiv_id"], first["page_start"]) == ("2305.13245", 1), query
     assert expected[-4]["suggestion"] == "grouped query attention"
     assert "is not a year filter" in expected[-3]["error"]
     assert expected[-2]["hits"] and expected[-1] == {

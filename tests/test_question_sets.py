@@ -15,7 +15,7 @@ from builder.paths import DEV_QUESTIONS
 
 DATA = Path(__file__).parent / "data"
 QUESTION_FILES = sorted(DATA.glob("questions-*.jsonl"))
-KINDS = {"factual", "paraphrase", "keyword", "conceptual", "multi", "short", "negative"}
+KINDS = {"factual", "paraphrase", "keyword", "conceptual", "multi", "short", "negative", "navigational"}
 
 
 def normalised(text: str) -> str:

@@ -41,3 +41,47 @@ def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
     assert edit_distance("transfom", "transform", 2) == 1
     assert edit_distance("kitten", "sitting", 3) == 3
     assert edit_distance("abcdef", "uvwxyz", 2) == 3
+
+
+def speller(passages):
+    from readingroom_core.bm25 import BM25Index, build_postings
+    from readingroom_core.spelling import Speller
+
+    return Speller(BM25Index(build_postings(passages)), passages.__getitem__)
+
+
+# Passages where the common word and a rarer neighbour both exist: the typo must go to the common one.
+PASSAGES = [
+    *["rotary position embeddings rotate the query and key vectors"] * 6,
+    "a router sends each token to an expert; the router is trained",
+    "the router drops tokens past capacity",
+    *["the sequence length grows and the position matters"] * 60,  # MISPRINT_RATIO times the misprint
+    "the lenght of the context",  # a misprint of the papers themselves
+    "qbert is an atari game the agent plays",
+    "the smooth function has a gradient",
+    *["a rotating frame and a rotary encoder"] * 2,
+    *["the encoder maps the rotor angle"] * 3,
+]
+
+
+def test_a_typo_goes_to_the_nearest_common_word_that_agrees_with_the_query():
+    speller_ = speller(PASSAGES)
+    assert speller_.suggest("rotery position embeddings") == "rotary position embeddings"
+    assert speller_.suggest("lenght of the sequence") == "length of the sequence"  # a misprint, far rarer
+
+
+def test_no_suggestion_rather_than_a_rare_or_distant_word():
+    speller_ = speller(PASSAGES)
+    assert speller_.suggest("qwerty") is None  # two edits from "qbert" in a six-letter word
+    assert speller_.suggest("asdfgh") is None
+    assert speller_.suggest("purple elephant banana smoothie") is None  # "smooth" is two edits away
+    assert speller_.suggest("rotary position") is None  # nothing misspelt
+
+
+def test_agreement_with_the_other_words_breaks_a_tie():
+    passages = [*["camel desert caravan"] * 3, *["cater wedding food"] * 5]
+    # "camel" and "cater" are both one edit from "catel"; the query's other word picks the one beside
+    # it, even the rarer one
+    assert speller(passages).suggest("catel desert") == "camel desert"
+    assert speller(passages).suggest("catel wedding") == "cater wedding"
+    assert speller(passages).suggest("catel") == "cater"  # alone: the commoner

@@ -22,6 +22,7 @@ from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams, write_index
 from readingroom_core.bm25 import build_postings, postings_bytes
+from readingroom_core.navigation import short_names
 from readingroom_core.sitedata import (
     Artifact,
     Bm25Section,
@@ -173,6 +174,7 @@ def paper_record(
         pages=parsed.page_count if parsed else 0,
         sections=tuple(SectionEntry(s.title, s.page, s.level) for s in parsed.sections) if parsed else (),
         vector=vector,
+        short_names=short_names(meta.title, meta.abstract),
     )
 
 

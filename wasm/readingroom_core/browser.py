@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from readingroom_core import answers
-from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions, weak_match
+from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
+from readingroom_core.weakmatch import weak_match
 
 Reader = Callable[[str], bytes]
 # Paper text files a search reads ahead while the query is embedded: the papers of the best keyword
@@ -247,8 +248,8 @@ class Site:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).
 
         The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None} or {"error":
-        message} for a request the engine rejects (dense mode without a vector); "weak" says that no
-        passage matches the query's words and none is close in meaning. The search stays prepared until
+        message} for a request the engine rejects (dense mode without a vector); "weak" says that the best
+        matches are weak in words and in meaning (`weakmatch`). The search stays prepared until
         `discard`, so that a failed semantic side can be answered again keyword-only.
         """
         kept = self._searches[search_id]
@@ -256,7 +257,9 @@ class Site:
             hits = self.engine.finish(kept.prepared, query_vector(vector))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
-        weak = bool(hits) and bool(embedding_text(kept.query)) and weak_match(hits)
+        engine = self.engine
+        terms = kept.prepared.parsed.terms
+        weak = bool(embedding_text(kept.query)) and weak_match(hits, terms, engine.doc_freq, engine.n_chunks)
         reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": kept.suggestion}
         return json.dumps(reply)
 

@@ -29,8 +29,9 @@ from readingroom_core.fusion import (
     with_paper_prior,
 )
 from readingroom_core.hnsw import UsearchFile
+from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.paperview import PaperView
-from readingroom_core.querysyntax import Query, parse_search
+from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.sitedata import (
     DataFiles,
     PaperText,
@@ -97,6 +98,7 @@ class Hit:
     snippet: str
     highlights: list[tuple[int, int]]  # offsets into snippet
     similarity: float | None = None  # cosine of query and passage, where the dense side returned it
+    named: bool = False  # the opening passage of the paper the query names (navigation)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class Prepared:
     limit: int  # candidates per retriever
     bm25: Ranking | None = None  # None when the keyword side takes no part (dense mode)
     browse: list[Fused] | None = None  # the results of a query of filters alone
+    named: int | None = None  # opening doc id of the paper the query names (navigation), shown first
 
 
 def check_options(options: SearchOptions) -> None:
@@ -148,6 +151,7 @@ class SearchEngine:
         self._texts: dict[int, PaperText] = {}
         self._paper_view = PaperView(self.papers)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
+        self._finder = PaperFinder(self.papers)
 
     def _paper_of_each_chunk(self) -> list[int]:
         paper_of = [-1] * self.n_chunks
@@ -210,6 +214,10 @@ class SearchEngine:
         allowed = self._filter.allowed(filters, limit)
         if not parsed.terms and not parsed.phrases and allowed is not None:
             return Prepared(options, parsed, allowed, limit, browse=self._browse(allowed, options.k))
+        named = self._finder.find(embedding_text(query))
+        opening = self.papers[named.paper].first_chunk if named else None
+        if opening is not None and allowed is not None and not allowed.test(opening):
+            opening = None  # the filters rule the paper out
         bm25 = None
         if parsed.phrases:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
@@ -220,7 +228,7 @@ class SearchEngine:
                 bm25 = phrase_ranking
         elif options.mode != "dense":
             bm25 = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
-        return Prepared(options, parsed, allowed, limit, bm25=bm25)
+        return Prepared(options, parsed, allowed, limit, bm25=bm25, named=opening)
 
     def unread_papers(self, prepared: Prepared, most: int) -> list[int]:
         """Up to `most` papers whose text files the search will likely show and that are not loaded yet,
@@ -230,6 +238,8 @@ class SearchEngine:
             doc_ids = [result.doc_id for result in prepared.browse]
         else:
             doc_ids = [doc_id for doc_id, _ in prepared.bm25 or ()]
+            if prepared.named is not None:
+                doc_ids.insert(0, prepared.named)
         unread = (self._paper_of[doc_id] for doc_id in doc_ids if self._paper_of[doc_id] not in self._texts)
         return list(dict.fromkeys(unread))[:most]
 
@@ -272,7 +282,18 @@ class SearchEngine:
             per_section=options.per_section,
             per_page=options.per_page,
         )
-        return [self._hit(result, prepared.parsed.terms, similarity.get(result.doc_id)) for result in top]
+        if prepared.named is not None:
+            top = named_first(top, fused, prepared.named, options.k)
+        return [
+            self._hit(
+                result, prepared.parsed.terms, similarity.get(result.doc_id), result.doc_id == prepared.named
+            )
+            for result in top
+        ]
+
+    def doc_freq(self, term: str) -> int:
+        """How many passages hold `term` (the weak-match check weighs the query's words by it)."""
+        return self._bm25.doc_freq(term)
 
     def suggest(self, query: str) -> str | None:
         """`query` with each word the corpus never uses replaced by the closest word it does, or None."""
@@ -348,7 +369,9 @@ class SearchEngine:
         weights = {"dense": options.dense_weight, "bm25": 1.0 - options.dense_weight}
         return weighted_score_fusion(rankings, weights)
 
-    def _hit(self, result: Fused, query_terms: Iterable[str], similarity: float | None = None) -> Hit:
+    def _hit(
+        self, result: Fused, query_terms: Iterable[str], similarity: float | None = None, named: bool = False
+    ) -> Hit:
         doc_id = result.doc_id
         paper = self.papers[self._paper_of[doc_id]]
         chunk = self.chunk(doc_id)
@@ -367,23 +390,5 @@ class SearchEngine:
             snippet=snippet.text,
             highlights=snippet.highlights,
             similarity=similarity,
+            named=named,
         )
-
-
-# Below this cosine, a passage that shares no word with the query is noise, not an answer. On the 112-paper
-# mirror site (scripts/calibrate_weak_match.py): the best passage of each of the 60 dev + extra questions
-# scores 0.40 to 0.85 (median 0.63); 12 nonsense queries with no word in the corpus score 0.22 to 0.37, 10
-# of them under 0.35; "thermodynamics of perceptrons", a true paraphrase with no shared word, 0.43.
-WEAK_SIMILARITY = 0.35
-
-
-def weak_match(hits: Sequence[Hit]) -> bool:
-    """Whether nothing matches well: no passage shares a word with the query and none is close in meaning.
-
-    A nonsense query ("zzqx") still gets the 20 nearest passages from the dense side; the page says so
-    instead of presenting them as answers.
-    """
-    if any(hit.ranks.get("bm25") is not None for hit in hits):
-        return False
-    best = max((hit.similarity for hit in hits if hit.similarity is not None), default=None)
-    return best is None or best < WEAK_SIMILARITY

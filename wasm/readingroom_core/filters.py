@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from readingroom_core.analysis import bare_id
+from readingroom_core.analysis import bare_id, fold
 from readingroom_core.sitedata import PaperRecord
 
 # A filtered dense query either scores every allowed chunk exactly or over-fetches from the HNSW graph
@@ -25,7 +25,7 @@ class Filters:
     categories: tuple[str, ...] = ()  # "cs.CL", or an archive such as "cs"
     tags: tuple[str, ...] = ()
     paper_ids: tuple[str, ...] = ()  # arXiv ids; a version suffix is ignored
-    authors: tuple[str, ...] = ()  # case-insensitive substring of any author name
+    authors: tuple[str, ...] = ()  # substring of any author name, case and accents aside
 
     def is_empty(self) -> bool:
         return self == Filters()
@@ -51,15 +51,21 @@ def merge_filters(first: Filters, second: Filters) -> Filters:
 
 
 def normalized(filters: Filters) -> Filters:
-    """Filters in the form `PaperKeys.passes` compares: lower case, arXiv ids without version."""
+    """Filters in the form `PaperKeys.passes` compares: lower case, accents folded in author names,
+    arXiv ids without version."""
     return Filters(
         year_min=filters.year_min,
         year_max=filters.year_max,
         categories=tuple(c.strip().lower() for c in filters.categories),
         tags=tuple(t.strip().lower() for t in filters.tags),
         paper_ids=tuple(bare_id(i) for i in filters.paper_ids),
-        authors=tuple(a.strip().lower() for a in filters.authors),
+        authors=tuple(author_key(a) for a in filters.authors),
     )
+
+
+def author_key(name: str) -> str:
+    """An author name as filters compare it: `author:roziere` finds Rozière, `author:OGUZ` Oğuz."""
+    return fold(name.strip()).lower()
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class PaperKeys:
             categories=tuple(c.lower() for c in paper.categories),
             tags=frozenset(t.lower() for t in paper.tags),
             bare_id=bare_id(paper.id),
-            authors=tuple(a.lower() for a in paper.authors),
+            authors=tuple(author_key(a) for a in paper.authors),
         )
 
     def passes(self, filters: Filters) -> bool:

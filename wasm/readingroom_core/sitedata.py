@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: the manifest names the citation graph file
+FORMAT_VERSION = 2  # 2: the manifest names the citation graph file; papers carry short names
 MANIFEST_FILE = "manifest.json"
 
 
@@ -249,6 +249,7 @@ class PaperRecord:
     pages: int = 0
     sections: tuple[SectionEntry, ...] = ()
     vector: str | None = None
+    short_names: tuple[str, ...] = ()  # "LoRA", "BERT": names the paper gives itself (navigation.short_names)
 
     @property
     def doc_ids(self) -> range:
@@ -273,6 +274,7 @@ class PaperRecord:
             "note": self.note,
             "pages": self.pages,
             "sections": [asdict(s) for s in self.sections],
+            "short_names": list(self.short_names),
         }
         if self.vector is not None:
             data["vector"] = self.vector
@@ -304,6 +306,7 @@ class PaperRecord:
             pages=data["pages"],
             sections=tuple(SectionEntry(**s) for s in data["sections"]),
             vector=data.get("vector"),
+            short_names=tuple(data["short_names"]),
         )
 
 

@@ -2,14 +2,17 @@
 words it does.
 
 "transfomer attention" -> "transformer attention". Candidates are indexed terms within a small edit
-distance, the most frequent winning; the word shown is the commonest spelling of that term in a passage
-that holds it, so the suggestion reads as text, not as a stem.
+distance (one edit for short words, two for long ones), spelt as the passages that hold them spell them;
+the fewest edits win, then the word that shares the most passages with the query's other words, then the
+commonest. A rare word is never offered, and no suggestion is better than a wrong one.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from readingroom_core.analysis import analyze
@@ -17,8 +20,18 @@ from readingroom_core.bm25 import BM25Index
 from readingroom_core.querysyntax import field_spans
 
 _WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
-SPELLED_CANDIDATES = 3  # nearest stems spelt out (each may read up to five paper text files)
+SPELLED_CANDIDATES = 4  # nearest stems spelt out (each may read up to five paper text files)
 MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
+# Edits a correction may make: one in a word of five to eight letters, two from nine. Two edits in a
+# short word reach too many other words ("qwerty" -> "qbert", "smoothie" -> "smooth").
+TWO_EDITS_FROM = 9
+# A correction must be a word of at least this many passages: a rarer one is a name, a symbol or an
+# extraction artefact, and a worse suggestion than none; unless it is one edit from a long word
+# ("encycolpedia" -> "encyclopedia"), which few words are.
+MIN_PASSAGES = 2
+# A word in this few passages may be a misprint of the papers ("lenght", "knowlege"): it is corrected
+# when a word this many times commoner is within the allowed edits.
+MISPRINTS, MISPRINT_RATIO = 5, 50
 
 
 @lru_cache(maxsize=1 << 15)
@@ -27,66 +40,121 @@ def _analysed(word: str) -> tuple[str, ...]:
     return tuple(analyze(word))
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A corpus word that the typed word may be a misspelling of."""
+
+    word: str  # as the corpus spells it
+    term: str  # its indexed term
+    distance: int  # edits from the typed word
+    passages: int  # how many passages hold the term
+
+
 class Speller:
     """Suggestions for one site: its postings say which words exist, its passages how they are spelt."""
 
     def __init__(self, bm25: BM25Index, chunk_text: Callable[[int], str]) -> None:
         self._bm25 = bm25
         self._chunk_text = chunk_text
-        # (term, typed word) -> suggestion: a visitor refining a query types the same word again
-        self.corrections: dict[tuple[str, str], str | None] = {}
+        # (term, typed word) -> its candidates: a visitor refining a query types the same word again
+        self.corrections: dict[tuple[str, str], tuple[Candidate, ...]] = {}
 
     def suggest(self, query: str) -> str | None:
-        """`query` with each word the corpus never uses replaced by the closest word it does, or None."""
-        filters = field_spans(query)
-        changed, pieces, at = False, [], 0
-        for match in _WORD_RE.finditer(query):
-            if any(start <= match.start() < end for start, end in filters):
-                continue
-            terms = analyze(match.group())
-            if len(terms) != 1 or self._bm25.doc_freq(terms[0]):
-                continue
-            key = (terms[0], match.group())
-            if key not in self.corrections:
-                self.corrections[key] = self._correction(*key)
-            better = self.corrections[key]
-            if better is None:
-                continue
-            pieces += [query[at : match.start()], better]
-            at, changed = match.end(), True
-        return "".join([*pieces, query[at:]]) if changed else None
+        """`query` with each word the corpus never uses replaced by the likeliest word it does, or None.
 
-    def _correction(self, term: str, typed: str) -> str | None:
-        """A word of the corpus within a small edit distance of `typed`, or None.
+        Likeliest: fewest edits, then the most passages shared with the query's other words (the
+        "agreement" that makes "rotery position" read "rotary position"), then the commonest.
+        """
+        filters = field_spans(query)
+        words = [m for m in _WORD_RE.finditer(query) if not any(a <= m.start() < b for a, b in filters)]
+        unknown = {}
+        for match in words:
+            terms = analyze(match.group())
+            passages = self._bm25.doc_freq(terms[0]) if len(terms) == 1 else MISPRINTS + 1
+            if passages <= MISPRINTS:
+                key = (terms[0], match.group())
+                if key not in self.corrections:
+                    self.corrections[key] = self._candidates(*key)
+                # a word a few passages misprint ("lenght") still has a far commoner right spelling
+                found = [c for c in self.corrections[key] if c.passages >= MISPRINT_RATIO * passages]
+                unknown[match.start()] = tuple(found)
+        if not any(unknown.values()):
+            return None
+        context = [term for term in analyze(query) if self._bm25.doc_freq(term)]
+        pieces, at = [], 0
+        for match in words:
+            candidates = unknown.get(match.start())
+            if candidates:
+                best = min(
+                    candidates, key=lambda c: (c.distance, -self._agreement(c.term, context), -c.passages)
+                )
+                typed = match.group()
+                pieces += [
+                    query[at : match.start()],
+                    best.word.capitalize() if typed[:1].isupper() else best.word,
+                ]
+                at = match.end()
+        return "".join([*pieces, query[at:]])
+
+    def _agreement(self, term: str, context: list[str]) -> int:
+        """Passages holding `term` and any of the query's known terms."""
+        found = self._bm25.postings(term)
+        if found is None or not context:
+            return 0
+        docs = set(found[0])
+        shared: set[int] = set()
+        for other in context:
+            other_docs = self._bm25.postings(other)
+            if other_docs is not None:
+                shared.update(docs.intersection(other_docs[0]))
+        return len(shared)
+
+    def _candidates(self, term: str, typed: str) -> tuple[Candidate, ...]:
+        """Words of the corpus within the allowed edits of `typed`, none of them rare (MIN_PASSAGES).
 
         Indexed terms are stems, so each is compared with a prefix of the typed word ("adaptaion" is
-        "adapt" + an ending); the nearest few stems are then spelt out from passages that hold them
-        and the nearest real word wins, so the suggestion reads as text.
+        "adapt" + an ending); the nearest few stems are then spelt out from passages that hold them,
+        and each keeps its spelling nearest the typed word, so the suggestion reads as text.
         """
         lower = typed.lower()
-        allowed = 1 if len(lower) <= 5 else 2
-        letters = set(lower)
-        candidates = []
+        allowed = 2 if len(lower) >= TWO_EDITS_FROM else 1
+        # against the typed word and against its stem: "rotery" is "roteri" as "rotary" is "rotari"
+        forms = [(form, set(form)) for form in dict.fromkeys((lower, term))]
+        letters = set(lower).union(term)
+        near = []
         for known in self._bm25.terms_near(term, max(4, len(lower) - MAX_ENDING), len(lower) + allowed):
             # each letter of `known` the typed word lacks costs an edit: most terms fail here, cheaply
-            if known.isalpha() and len(set(known).difference(letters)) <= allowed:
-                distance, ending = stem_distance(known, lower, allowed)
-                if distance <= allowed:
-                    candidates.append((distance, ending, -self._bm25.doc_freq(known), known))
-        for *_, known in sorted(candidates)[:SPELLED_CANDIDATES]:
-            spelt = [(edit_distance(lower, word, allowed), word) for word in self._spellings(known)]
-            distance, word = min(spelt, default=(allowed + 1, ""))
+            if not known.isalpha() or len(set(known).difference(letters)) > allowed:
+                continue
+            distance, ending = allowed + 1, 0
+            for form, form_letters in forms:
+                if len(set(known).difference(form_letters)) <= allowed:
+                    distance, ending = min((distance, ending), stem_distance(known, form, allowed))
             if distance <= allowed:
-                return word.capitalize() if typed[:1].isupper() else word
-        return None
+                passages = self._bm25.doc_freq(known)
+                if passages >= MIN_PASSAGES or distance < allowed:
+                    near.append((distance, ending, -passages, known))
+        found: list[Candidate] = []
+        for stem_edits, _, minus_passages, known in sorted(near)[:SPELLED_CANDIDATES]:
+            if found and stem_edits > min(candidate.distance for candidate in found):
+                break  # the rest are farther (a stem's edits rarely exceed its nearest word's)
+            spelt = [
+                (edit_distance(lower, word, allowed), -count, word)
+                for word, count in self._spellings(known).items()
+            ]
+            distance, _, word = min(spelt, default=(allowed + 1, 0, ""))
+            if distance <= allowed and known != term:
+                found.append(Candidate(word, known, distance, -minus_passages))
+        return tuple(found)
 
-    def _spellings(self, term: str) -> set[str]:
-        """Words that analyse to `term` in up to five passages holding it, spread over the corpus."""
+    def _spellings(self, term: str) -> Counter[str]:
+        """Words that analyse to `term` in up to five passages holding it, spread over the corpus, with
+        how often each occurs there (of two spellings as near, the commoner is shown)."""
         found = self._bm25.postings(term)
         if found is None:
-            return set()
+            return Counter()
         doc_ids, _ = found
-        words: set[str] = set()
+        words: Counter[str] = Counter()
         for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
             words.update(
                 w.lower() for w in _WORD_RE.findall(self._chunk_text(doc_id)) if _analysed(w) == (term,)
