@@ -45,6 +45,11 @@ BENCHES = {
     ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
+    "scale": (
+        "Lists of 1,000 and 10,000 papers",
+        "scripts/bench_scale.py: synthetic lists (the mirror's text recombined, perturbed real vectors) "
+        "built and measured in chromium and the search core.",
+    ),
 }
 
 Scalar = str | int | float | bool | None
