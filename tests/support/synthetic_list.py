@@ -57,7 +57,7 @@ class Source:
         return self.vectors[start : start + len(self.papers[index].chunks)]
 
 
-def load_source(corpus_path: Path, mirror: Path, cache_dir: Path) -> Source:
+def load_source(corpus_path: Path, mirror: Path | None, cache_dir: Path) -> Source:
     """The mirror's papers and vectors through the real pipeline, all from the (warm) cache."""
     corpus = config.load_corpus(corpus_path)
     options = pipeline.BuildOptions(
