@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 import numpy as np
 from measurements import REPO_ROOT, add_record_option, begin
-from scale_browser import measure_profile
+from scale_browser import measure_profile, spread
 from support.synthetic_list import (
     calibrate_sigma,
     cosine_summary,
@@ -137,6 +137,7 @@ def quality(site_dir: Path, questions: list[str], folder: Path) -> dict:
     exhaustive = replace(uncapped, **dict.fromkeys(knobs, 0))
     engine = site.engine
     dense_exact, dense_layout, bm25 = [], [], []
+    reads = layout_reads(engine, questions, queries)
     for query, vector in zip(questions, queries, strict=True):
         dense = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="dense"))]
         truth = [chunk_ids[row] for row in np.argsort(-(vectors @ vector))[:K]]
@@ -155,7 +156,23 @@ def quality(site_dir: Path, questions: list[str], folder: Path) -> dict:
         else None,
         "bm25_top10_overlap_vs_exhaustive": round(float(np.mean(bm25)), 4),
         "bm25_exhaustive_is_a_separate_mode": "postings_prefix" in knobs,
+        "core_ranged_reads_per_hybrid_query": reads,
     }
+
+
+def layout_reads(engine, questions: list[str], queries: np.ndarray) -> dict | None:
+    """Requests and bytes the core's own range reader counts per default hybrid query (layouts that
+    read by range count them in `engine.blocks`); None for a layout that loads everything up front."""
+    blocks = getattr(engine, "blocks", None)
+    if blocks is None:
+        return None
+    requests, sizes = [], []
+    for query, vector in zip(questions, queries, strict=True):
+        blocks.reset_counts()
+        engine.search(query, vector, SearchOptions(k=K))
+        requests.append(blocks.requests)
+        sizes.append(blocks.bytes_read)
+    return {"requests": spread(requests), "bytes": spread(sizes)}
 
 
 def in_chromium(site: Path, questions: list[str], throttled_questions: int) -> dict:
