@@ -14,9 +14,9 @@ from the build cache it wrote. Per size it reports:
   workers' heaps after start-up and after the questions;
 - through the search core in CPython (the code the browser runs): recall@10 of the dense side against
   exhaustive search over the float vectors (and against the layout's own exhaustive mode where its
-  SearchOptions has one), and the top-10 overlap of BM25 with exhaustive BM25 (SearchOptions'
-  postings_prefix=0 where the layout has it; otherwise every posting is read and the overlap is 1 by
-  construction, said as such). Diversity caps are off for both, so the figures compare retrievers.
+  SearchOptions has one: probes or dense_lists, and rescore, at 0), and the top-10 overlap of BM25 with
+  exhaustive BM25 (SearchOptions' postings_prefix=0 where the layout has it; otherwise every posting is
+  read and the overlap is 1 by construction, said as such). Diversity caps are off for both, so the figures compare retrievers.
 Everything browser-side is read from the network log and DevTools, so any layout is measured alike.
 """
 
@@ -54,10 +54,12 @@ from readingroom_core.querysyntax import embedding_text
 K = 10
 QUESTION_SETS = [DEV_QUESTIONS, *sorted((REPO_ROOT / "tests" / "data").glob("questions-*.jsonl"))]
 # Knobs of SearchOptions that, at 0, make the layout read every posting / scan every vector.
-EXHAUSTIVE_KNOBS = ("postings_prefix", "dense_lists", "rescore")
+DENSE_KNOBS = {"probes", "dense_lists", "rescore"}
+EXHAUSTIVE_KNOBS = {"postings_prefix"} | DENSE_KNOBS
 VECTORS_NOTE = (
-    "perturbed real vectors: each chunk has the real vector of a mirror chunk plus Gaussian noise of "
-    "norm sigma, calibrated to the mirror's median cosine to the nearest neighbour; not encoder output"
+    "perturbed real vectors: each chunk has the real vector of a mirror chunk plus Gaussian noise, "
+    "sized per mirror chunk by its own nearest-neighbour cosine times sigma, calibrated to the mirror's "
+    "median cosine to the nearest neighbour; not encoder output"
 )
 
 
@@ -75,7 +77,7 @@ def generate(source, size: int, folder: Path) -> dict:
     rng = np.random.default_rng(size)
     copies = math.ceil(size / len(source.papers))
     started = time.monotonic()
-    sigma = calibrate_sigma(source.vectors, copies, rng)
+    sigma = calibrate_sigma(source.vectors, source.noise, copies, rng)
     made = write_list(source, size, folder, sigma)
     np.save(folder / "vectors.npy", made.vectors)
     (folder / "chunk_ids.json").write_text(json.dumps(made.chunk_ids))
@@ -133,7 +135,7 @@ def quality(site_dir: Path, questions: list[str], folder: Path) -> dict:
     vectors = np.load(folder / "vectors.npy")
     chunk_ids = json.loads((folder / "chunk_ids.json").read_text())
     uncapped = SearchOptions(k=K, per_paper=0, per_section=0, per_page=0)
-    knobs = {field.name for field in fields(SearchOptions)} & set(EXHAUSTIVE_KNOBS)
+    knobs = {field.name for field in fields(SearchOptions)} & EXHAUSTIVE_KNOBS
     exhaustive = replace(uncapped, **dict.fromkeys(knobs, 0))
     engine = site.engine
     dense_exact, dense_layout, bm25 = [], [], []
@@ -142,7 +144,7 @@ def quality(site_dir: Path, questions: list[str], folder: Path) -> dict:
         dense = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="dense"))]
         truth = [chunk_ids[row] for row in np.argsort(-(vectors @ vector))[:K]]
         dense_exact.append(overlap(dense, truth))
-        if {"dense_lists", "rescore"} <= knobs:
+        if knobs & DENSE_KNOBS:
             scan = engine.search(query, vector, replace(exhaustive, mode="dense"))
             dense_layout.append(overlap(dense, [hit.chunk_id for hit in scan]))
         bounded = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="bm25"))]

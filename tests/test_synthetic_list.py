@@ -3,7 +3,14 @@
 import json
 
 import numpy as np
-from support.synthetic_list import calibrate_sigma, load_source, nearest_cosines, real_nearest, write_list
+from support.synthetic_list import (
+    calibrate_sigma,
+    load_source,
+    nearest_cosines,
+    perturbed,
+    real_nearest,
+    write_list,
+)
 
 from builder.cli import main
 from readingroom_core.browser import open_folder
@@ -14,7 +21,7 @@ PAPERS = 12  # three rewrites of each of the suite's four papers
 
 def test_a_synthetic_list_builds_from_its_cache_alone(built_sites, tmp_path):
     source = load_source(built_sites.first.parent / "second.toml", None, built_sites.cache)
-    made = write_list(source, PAPERS, tmp_path / "list", sigma=0.3)
+    made = write_list(source, PAPERS, tmp_path / "list", sigma=1.0)
     out = tmp_path / "site"
     args = ["build", "--corpus", str(made.corpus), "--out", str(out), "--cache", str(made.cache)]
     assert main([*args, "--offline", "--no-progress"]) == 0
@@ -41,11 +48,9 @@ def test_a_synthetic_list_builds_from_its_cache_alone(built_sites, tmp_path):
 def test_the_noise_is_calibrated_to_the_real_nearest_neighbours(built_sites):
     source = load_source(built_sites.first.parent / "second.toml", None, built_sites.cache)
     rng = np.random.default_rng(0)
-    sigma = calibrate_sigma(source.vectors, 3, rng, sample=200)
+    sigma = calibrate_sigma(source.vectors, source.noise, 3, rng, sample=200)
     real = float(np.median(real_nearest(source.vectors, 200, rng)))
-    pool = np.repeat(source.vectors, 3, axis=0)
-    noisy = pool + rng.standard_normal(pool.shape).astype(np.float32) * (sigma / pool.shape[1] ** 0.5)
-    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    noisy = perturbed(np.repeat(source.vectors, 3, axis=0), np.repeat(source.noise, 3) * sigma, rng)
     rows = np.arange(len(noisy))
-    assert 0 < sigma < 2
+    assert 0 < sigma < 4
     assert abs(float(np.median(nearest_cosines(noisy, noisy, rows))) - real) < 0.03

@@ -7,9 +7,12 @@ so no two synthetic papers repeat a passage while term statistics stay those of 
 sections and the references span keep their places. The real chunker cuts the new text (and fills the
 chunk cache as a build would). Vectors cannot come from the encoder without a GPU in reasonable time,
 so each chunk gets the real vector of the base chunk at the same place in the paper, plus Gaussian
-noise whose size (`sigma`) is calibrated so that the cosine to the nearest neighbour has the real
-list's median (`calibrate_sigma`): the dense side is "real vectors, calibrated perturbation", never
-the encoder's output for that text, and every figure made from it says so.
+noise. The noise is sized per base vector by how close its own nearest real neighbour is (two noisy
+copies of a vector then sit about as close as it sits to its neighbour, so the spread of
+nearest-neighbour cosines stays real), times one factor (`sigma`) calibrated so that the cosine to the
+nearest neighbour has the real list's median (`calibrate_sigma`): the dense side is "real vectors,
+calibrated perturbation", never the encoder's output for that text, and every figure made from it
+says so.
 
 `write_list` leaves a build cache and a corpus file; `python -m builder build --offline --cache ...`
 then builds the site through the real pipeline with nothing left to parse or embed.
@@ -50,11 +53,12 @@ class Source:
     abouts: list[np.ndarray | None]
     identity: ModelIdentity
     cache_dir: Path
+    noise: np.ndarray  # per chunk: the noise norm at which copies sit as close as its real neighbour
 
-    def paper_rows(self, index: int) -> np.ndarray:
-        """The chunk vectors of papers[index]."""
+    def paper_span(self, index: int) -> slice:
+        """The rows of papers[index]'s chunks in `vectors` and `noise`."""
         start = sum(len(p.chunks) for p in self.papers[:index])
-        return self.vectors[start : start + len(self.papers[index].chunks)]
+        return slice(start, start + len(self.papers[index].chunks))
 
 
 def load_source(corpus_path: Path, mirror: Path | None, cache_dir: Path) -> Source:
@@ -72,7 +76,8 @@ def load_source(corpus_path: Path, mirror: Path | None, cache_dir: Path) -> Sour
     for paper in ingested.papers:
         stored = cache.load(paper.meta.arxiv_id)
         abouts.append(next((v for k, v in stored.items() if k.startswith(f"{ABOUT_ID}:")), None))
-    return Source(corpus, ingested.papers, embedded.chunks, abouts, embedded.identity, cache_dir)
+    noise = noise_scales(embedded.chunks)
+    return Source(corpus, ingested.papers, embedded.chunks, abouts, embedded.identity, cache_dir, noise)
 
 
 # ------------------------------------------------------------------------------------ nearest neighbours
@@ -94,10 +99,20 @@ def cosine_summary(cosines: np.ndarray) -> dict[str, float]:
     return {f"p{q}": round(float(v), 4) for q, v in zip((10, 50, 90), quantiles, strict=True)}
 
 
-def perturbed(vectors: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Unit rows of vectors + N(0, sigma²/dims) noise per component (noise of norm ≈ sigma)."""
-    noisy = vectors + rng.standard_normal(vectors.shape, dtype=np.float32) * (sigma / vectors.shape[1] ** 0.5)
+def perturbed(vectors: np.ndarray, sigma: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Unit rows of vectors + N(0, sigma²/dims) noise per component (noise of norm ≈ sigma, per row)."""
+    scale = np.asarray(sigma, np.float32).reshape(-1, 1) / vectors.shape[1] ** 0.5
+    noisy = vectors + rng.standard_normal(vectors.shape, dtype=np.float32) * scale
     return (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
+
+
+def noise_scales(vectors: np.ndarray) -> np.ndarray:
+    """Per vector, the noise norm s at which two noisy copies have the cosine (1 / (1 + s²)) that the
+    vector has to its nearest real neighbour."""
+    if len(vectors) < 2:
+        return np.full(len(vectors), 0.5, np.float32)
+    nearest = np.clip(nearest_cosines(vectors, vectors, np.arange(len(vectors))), 0.05, 0.999)
+    return np.sqrt(1 / nearest - 1).astype(np.float32)
 
 
 def real_nearest(vectors: np.ndarray, sample: int, rng: np.random.Generator) -> np.ndarray:
@@ -105,14 +120,16 @@ def real_nearest(vectors: np.ndarray, sample: int, rng: np.random.Generator) -> 
     return nearest_cosines(vectors[rows], vectors, rows)
 
 
-def calibrate_sigma(vectors: np.ndarray, copies: int, rng: np.random.Generator, sample: int = 600) -> float:
-    """The noise size at which `copies` perturbed copies of every real vector have the real list's
-    median cosine to the nearest neighbour (bisection; more copies need more noise)."""
+def calibrate_sigma(
+    vectors: np.ndarray, noise: np.ndarray, copies: int, rng: np.random.Generator, sample: int = 600
+) -> float:
+    """The factor on `noise` at which `copies` perturbed copies of every real vector have the real
+    list's median cosine to the nearest neighbour (bisection; more copies need more noise)."""
     target = float(np.median(real_nearest(vectors, sample, rng)))
-    low, high = 0.0, 2.0
+    low, high = 0.0, 4.0
     for _ in range(9):
         sigma = (low + high) / 2
-        pool = perturbed(np.repeat(vectors, copies, axis=0), sigma, rng)
+        pool = perturbed(np.repeat(vectors, copies, axis=0), np.repeat(noise, copies) * sigma, rng)
         rows = rng.choice(len(pool), min(sample, len(pool)), replace=False)
         median = float(np.median(nearest_cosines(pool[rows], pool, rows)))
         low, high = (sigma, high) if median > target else (low, sigma)
@@ -216,12 +233,11 @@ def make_papers(source: Source, count: int, cache_dir: Path, seed: int) -> list[
     return made
 
 
-def base_rows(real: IngestedPaper, rows: np.ndarray, new: IngestedPaper) -> np.ndarray:
-    """For each new chunk, the real vector of the base chunk at the same relative place in the text."""
+def base_rows(real: IngestedPaper, new: IngestedPaper) -> np.ndarray:
+    """For each new chunk, the base chunk (its index in the real paper) at the same relative place."""
     starts = np.array([c.char_start for c in real.chunks]) / max(len(real.parsed.text), 1)
     places = np.array([c.char_start for c in new.chunks]) / max(len(new.parsed.text), 1)
-    nearest = np.abs(places[:, None] - starts[None, :]).argmin(axis=1)
-    return rows[nearest]
+    return np.abs(places[:, None] - starts[None, :]).argmin(axis=1)
 
 
 def store_vectors(
@@ -236,15 +252,16 @@ def store_vectors(
     all_rows = []
     for new in ingested:
         synthetic = by_id[new.meta.arxiv_id]
-        rows = perturbed(
-            base_rows(source.papers[synthetic.base], source.paper_rows(synthetic.base), new), sigma, rng
-        )
+        span = source.paper_span(synthetic.base)
+        bases = base_rows(source.papers[synthetic.base], new)
+        rows = perturbed(source.vectors[span][bases], source.noise[span][bases] * sigma, rng)
         all_rows.append(rows)
         keys = [text_key(c.chunk_id, prefix + c.indexed_text) for c in new.chunks]
         about, about_vector = about_text(new.meta.title, new.meta.abstract), source.abouts[synthetic.base]
         if about and about_vector is not None:
             keys.append(text_key(ABOUT_ID, prefix + about))
-            rows = np.vstack([rows, perturbed(about_vector[None, :], sigma, rng)])
+            typical = float(np.median(source.noise)) * sigma
+            rows = np.vstack([rows, perturbed(about_vector[None, :], np.array([typical]), rng)])
         cache.store(new.meta.arxiv_id, keys, rows)
     return np.concatenate(all_rows)
 
@@ -273,7 +290,7 @@ class SyntheticList:
     chunks: int
     chunk_ids: list[str]  # in doc order
     vectors: np.ndarray  # unit float32 rows, doc order
-    sigma: float
+    sigma: float  # the factor on Source.noise
 
 
 def write_list(source: Source, count: int, folder: Path, sigma: float, seed: int = 0) -> SyntheticList:
