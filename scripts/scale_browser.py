@@ -30,6 +30,7 @@ from bench_browser import (
     open_profile,
     percentiles,
 )
+from playwright.sync_api import Error as PlaywrightError
 from support.chromium import wait_for
 
 __all__ = ["FIRST_HIT_PROBE", "measure_profile"]
@@ -50,8 +51,11 @@ class NetworkLog(Transfers):
         super().__init__(page)
 
     def _finished(self, request):
+        try:
+            sizes = request.sizes()
+        except PlaywrightError:  # the page closed before this response's sizes could be read
+            return
         super()._finished(request)
-        sizes = request.sizes()
         self.requests += 1
         self.bytes += sizes["responseBodySize"] + sizes["responseHeadersSize"]
 
@@ -146,6 +150,9 @@ class WorkerHeaps:
         WebAssembly memory among them: Pyodide's, ONNX Runtime's), in bytes."""
         heaps = {}
         for session, url in list(self.workers.items()):
+            self.call(
+                page, session, "HeapProfiler.collectGarbage"
+            )  # what is kept, not what awaits collection
             usage = self.call(page, session, "Runtime.getHeapUsage")
             used, buffers = int(usage["usedSize"]), int(usage["backingStorageSize"])
             name = url.rsplit("/", 1)[-1].split("?")[0]
