@@ -17,7 +17,7 @@ import json
 import statistics
 import tempfile
 import time
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from bench_browser import (
     FIRST_HIT_PROBE,
@@ -43,11 +43,13 @@ ONE_QUERY = """async (query) => {
 
 
 class NetworkLog(Transfers):
-    """bench_browser's per-kind byte counts, plus the number of responses and a running total."""
+    """bench_browser's per-kind byte counts, plus the number of responses, a running total and the
+    bytes of each index file (data/, passage texts aside): what grows with the list."""
 
     def __init__(self, page):
         self.requests = 0
         self.bytes = 0
+        self.index_files: dict[str, int] = {}
         super().__init__(page)
 
     def _finished(self, request):
@@ -56,8 +58,13 @@ class NetworkLog(Transfers):
         except PlaywrightError:  # the page closed before this response's sizes could be read
             return
         super()._finished(request)
+        size = sizes["responseBodySize"] + sizes["responseHeadersSize"]
         self.requests += 1
-        self.bytes += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        self.bytes += size
+        path = urlsplit(request.url).path
+        if "/data/" in path and "/data/text/" not in path:
+            name = path.rsplit("/", 1)[-1]
+            self.index_files[name] = self.index_files.get(name, 0) + size
 
 
 def cold_start(page, url: str) -> dict:
@@ -78,6 +85,7 @@ def cold_start(page, url: str) -> dict:
         "requests_to_semantic_ready": ready["requests"],
         "bytes_after_start": log.bytes,
         "bytes_by_kind": dict(sorted(log.by_kind.items())),
+        "index_files": dict(sorted(log.index_files.items())),
         "foreign_requests": log.foreign,
     }
 
