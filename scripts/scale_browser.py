@@ -26,7 +26,7 @@ from bench_browser import (
     SEMANTIC_TIMING,
     SLOW_LINE,
     WARM_UP,
-    Transfers,
+    kind_of,
     open_profile,
     percentiles,
 )
@@ -42,26 +42,32 @@ ONE_QUERY = """async (query) => {
 }"""
 
 
-class NetworkLog(Transfers):
-    """bench_browser's per-kind byte counts, plus the number of responses, a running total and the
-    bytes of each index file (data/, passage texts aside): what grows with the list."""
+class NetworkLog:
+    """Bytes received (headers + body as sent) per kind of file as bench_browser counts them, plus the
+    number of responses, a running total and the bytes of each index file (data/, passage texts
+    aside): what grows with the list."""
 
     def __init__(self, page):
+        self.by_kind: dict[str, int] = {}
+        self.foreign: list[str] = []
         self.requests = 0
         self.bytes = 0
         self.index_files: dict[str, int] = {}
-        super().__init__(page)
+        page.on("requestfinished", self._finished)
 
     def _finished(self, request):
         try:
             sizes = request.sizes()
         except PlaywrightError:  # the page closed before this response's sizes could be read
             return
-        super()._finished(request)
         size = sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        url = urlsplit(request.url)
+        if url.hostname not in ("127.0.0.1", "localhost"):
+            self.foreign.append(request.url)
+        self.by_kind[kind_of(request.url)] = self.by_kind.get(kind_of(request.url), 0) + size
         self.requests += 1
         self.bytes += size
-        path = urlsplit(request.url).path
+        path = url.path
         if "/data/" in path and "/data/text/" not in path:
             name = path.rsplit("/", 1)[-1]
             self.index_files[name] = self.index_files.get(name, 0) + size
