@@ -94,6 +94,9 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", "scripts/bench_encoder.py", *site, "--record")
     session.run("python", "scripts/bench_browser.py", *site, "--record")
+    # Lists of 1,000 and 10,000 papers made from the mirror build's warm cache (no model work).
+    scale = ["--work", str(work / "scale"), "--cache", str(work / "cache"), *mirror]
+    session.run("python", "scripts/bench_scale.py", *scale, "--record")
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]

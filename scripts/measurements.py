@@ -62,6 +62,11 @@ BENCHES = {
     ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
     "ray": ("Builds on Ray", "scripts/bench_ray.py: a cold-embed build, local and on a local Ray instance."),
+    "scale": (
+        "Lists of 1,000 and 10,000 papers",
+        "scripts/bench_scale.py: synthetic lists (the mirror's text recombined, perturbed real vectors) "
+        "built and measured in chromium and the search core.",
+    ),
 }
 
 Scalar = str | int | float | bool | None

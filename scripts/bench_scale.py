@@ -1,0 +1,249 @@
+"""Scale benchmark: synthetic reading lists of 1,000 and 10,000 papers, built and measured as visitors get them.
+
+    python scripts/bench_scale.py --work /tmp/scale [--sizes 1000 10000] [--record]
+
+Each list is made by tests/support/synthetic_list.py from the mirror's real text (sentences recombined
+under new ids) and real vectors with a calibrated perturbation (no encoder run: labelled
+"perturbed real vectors" in the output), then built by the real `python -m builder build --offline`
+from the build cache it wrote. Per size it reports:
+- the site's total size on disk (every file, gzip copies included);
+- in chromium (bench_browser's profiles and probes, scripts/scale_browser.py), on loopback and throttled
+  (20 Mbit/s, 40 ms, as bench_browser.SLOW_LINE): start-up bytes to the first keyword result and to
+  semantic-ready, the time to each, cold and reloaded from the HTTP cache; bytes and requests per
+  first-sight query (median, p95); query latency (first sight, and warm: each question again); the
+  workers' heaps after start-up and after the questions;
+- through the search core in CPython (the code the browser runs): recall@10 of the dense side against
+  exhaustive search over the float vectors (and against the layout's own exhaustive mode where its
+  SearchOptions has one: probes or dense_lists, and rescore, at 0), and the top-10 overlap of BM25 with
+  exhaustive BM25 (SearchOptions' postings_prefix=0 where the layout has it; otherwise every posting is
+  read and the overlap is 1 by construction, said as such). Diversity caps are off for both, so the figures compare retrievers.
+Everything browser-side is read from the network log and DevTools, so any layout is measured alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
+import numpy as np
+from measurements import REPO_ROOT, add_record_option, begin
+from scale_browser import measure_profile, spread
+from support.synthetic_list import (
+    calibrate_sigma,
+    cosine_summary,
+    load_source,
+    nearest_cosines,
+    real_nearest,
+    write_list,
+)
+
+from builder.commands.serve import serve_in_thread
+from builder.paths import DEV_QUESTIONS, SHARED_MIRROR
+from builder.query_encoder import OnnxQueryEncoder
+from readingroom_core.browser import open_folder
+from readingroom_core.engine import SearchOptions
+from readingroom_core.querysyntax import embedding_text
+
+K = 10
+QUESTION_SETS = [DEV_QUESTIONS, *sorted((REPO_ROOT / "tests" / "data").glob("questions-*.jsonl"))]
+# Knobs of SearchOptions that, at 0, make the layout read every posting / scan every vector.
+DENSE_KNOBS = {"probes", "dense_lists", "rescore"}
+EXHAUSTIVE_KNOBS = {"postings_prefix"} | DENSE_KNOBS
+VECTORS_NOTE = (
+    "perturbed real vectors: each chunk has the real vector of a mirror chunk plus Gaussian noise, "
+    "sized per mirror chunk by its own nearest-neighbour cosine times sigma, calibrated to the mirror's "
+    "median cosine to the nearest neighbour; not encoder output"
+)
+
+
+def read_questions(paths: list[Path]) -> list[str]:
+    seen: dict[str, None] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                seen.setdefault(json.loads(line)["query"], None)
+    return list(seen)
+
+
+def generate(source, size: int, folder: Path) -> dict:
+    """The list's corpus and cache (kept: a second run reuses them), its vectors, and the calibration."""
+    rng = np.random.default_rng(size)
+    copies = math.ceil(size / len(source.papers))
+    started = time.monotonic()
+    sigma = calibrate_sigma(source.vectors, source.noise, copies, rng)
+    made = write_list(source, size, folder, sigma)
+    np.save(folder / "vectors.npy", made.vectors)
+    (folder / "chunk_ids.json").write_text(json.dumps(made.chunk_ids))
+    sample = rng.choice(len(made.vectors), min(600, len(made.vectors)), replace=False)
+    generation = {
+        "papers": size,
+        "chunks": made.chunks,
+        "vectors": VECTORS_NOTE,
+        "sigma": round(sigma, 4),
+        "nearest_neighbour_cosine_mirror": cosine_summary(real_nearest(source.vectors, 600, rng)),
+        "nearest_neighbour_cosine_synthetic": cosine_summary(
+            nearest_cosines(made.vectors[sample], made.vectors, sample)
+        ),
+        "generate_s": round(time.monotonic() - started, 1),
+    }
+    (folder / "generation.json").write_text(json.dumps(generation, indent=1))
+    return generation
+
+
+def build(folder: Path) -> float:
+    started = time.monotonic()
+    command = [sys.executable, "-m", "builder", "build", "--corpus", str(folder / "corpus.toml")]
+    command += ["--out", str(folder / "site"), "--cache", str(folder / "cache"), "--offline", "--no-progress"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"build of {folder} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    report = json.loads((folder / "site" / "build-report.json").read_text())
+    if report.get("embedded_chunks"):
+        raise SystemExit(
+            f"{folder}: the build embedded {report['embedded_chunks']} chunks; the cache was not used"
+        )
+    return round(time.monotonic() - started, 1)
+
+
+def site_size(site: Path) -> dict:
+    files = [path for path in site.rglob("*") if path.is_file()]
+    data = [path for path in files if "data" in path.relative_to(site).parts[:1]]
+    return {
+        "files": len(files),
+        "bytes": sum(path.stat().st_size for path in files),
+        "data_bytes": sum(path.stat().st_size for path in data),
+    }
+
+
+def overlap(found: list[str], truth: list[str]) -> float:
+    return len(set(found) & set(truth)) / max(len(truth), 1)
+
+
+def quality(site_dir: Path, questions: list[str], folder: Path, scans: int = 40) -> dict:
+    """Dense recall@10 and BM25 top-10 overlap against exhaustive search, through the search core.
+    The layout's own exhaustive dense mode (every row, in pure Python) runs for the first `scans`
+    questions only: at 1,000 papers it takes seconds per question."""
+    site = open_folder(site_dir)
+    queries = OnnxQueryEncoder.from_site(site_dir, site.manifest).encode(
+        [embedding_text(q) for q in questions]
+    )
+    vectors = np.load(folder / "vectors.npy")
+    chunk_ids = json.loads((folder / "chunk_ids.json").read_text())
+    uncapped = SearchOptions(k=K, per_paper=0, per_section=0, per_page=0)
+    knobs = {field.name for field in fields(SearchOptions)} & EXHAUSTIVE_KNOBS
+    exhaustive = replace(uncapped, **dict.fromkeys(knobs, 0))
+    engine = site.engine
+    dense_exact, dense_layout, bm25 = [], [], []
+    reads = layout_reads(engine, questions, queries)
+    for number, (query, vector) in enumerate(zip(questions, queries, strict=True)):
+        dense = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="dense"))]
+        truth = [chunk_ids[row] for row in np.argsort(-(vectors @ vector))[:K]]
+        dense_exact.append(overlap(dense, truth))
+        if knobs & DENSE_KNOBS and number < scans:
+            scan = engine.search(query, vector, replace(exhaustive, mode="dense"))
+            dense_layout.append(overlap(dense, [hit.chunk_id for hit in scan]))
+        bounded = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="bm25"))]
+        full = [hit.chunk_id for hit in engine.search(query, vector, replace(exhaustive, mode="bm25"))]
+        bm25.append(overlap(bounded, full))
+    return {
+        "questions": len(questions),
+        "questions_scanned_exhaustively_by_the_layout": len(dense_layout),
+        "dense_recall_at_10_vs_exact_float": round(float(np.mean(dense_exact)), 4),
+        "dense_recall_at_10_vs_layout_exhaustive": round(float(np.mean(dense_layout)), 4)
+        if dense_layout
+        else None,
+        "bm25_top10_overlap_vs_exhaustive": round(float(np.mean(bm25)), 4),
+        "bm25_exhaustive_is_a_separate_mode": "postings_prefix" in knobs,
+        "core_ranged_reads_per_hybrid_query": reads,
+    }
+
+
+def layout_reads(engine, questions: list[str], queries: np.ndarray) -> dict | None:
+    """Requests and bytes the core's own range reader counts per default hybrid query (layouts that
+    read by range count them in `engine.blocks`); None for a layout that loads everything up front."""
+    blocks = getattr(engine, "blocks", None)
+    if blocks is None:
+        return None
+    requests, sizes = [], []
+    for query, vector in zip(questions, queries, strict=True):
+        blocks.reset_counts()
+        engine.search(query, vector, SearchOptions(k=K))
+        requests.append(blocks.requests)
+        sizes.append(blocks.bytes_read)
+    return {"requests": spread(requests), "bytes": spread(sizes)}
+
+
+def in_chromium(site: Path, questions: list[str], throttled_questions: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    server, url = serve_in_thread(site)
+    try:
+        with sync_playwright() as playwright:
+            return {
+                "loopback": measure_profile(playwright, url, questions, throttled=False),
+                "throttled": measure_profile(
+                    playwright, url, questions[:throttled_questions], throttled=True
+                ),
+            }
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def measure_size(source, size: int, work: Path, questions: list[str], throttled_questions: int) -> dict:
+    folder = work / f"list-{size}"
+    if (folder / "generation.json").exists():
+        generation = json.loads((folder / "generation.json").read_text())
+    else:
+        generation = generate(source, size, folder)
+    print(f"{size} papers: {generation['chunks']} chunks generated", file=sys.stderr, flush=True)
+    build_s = build(folder)
+    print(f"{size} papers: built in {build_s} s", file=sys.stderr, flush=True)
+    result = {"generation": generation, "build_s": build_s, "site": site_size(folder / "site")}
+    result["quality"] = quality(folder / "site", questions, folder)
+    result["browser"] = in_chromium(folder / "site", questions, throttled_questions)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work", type=Path, required=True, help="folder for the lists, caches and sites")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000], help="papers per list")
+    parser.add_argument("--mirror", type=Path, default=SHARED_MIRROR, help="the arXiv mirror (the source)")
+    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus" / "readingroom.toml")
+    parser.add_argument("--cache", type=Path, required=True, help="a warm build cache of the mirror's corpus")
+    parser.add_argument(
+        "--questions", type=Path, nargs="+", default=QUESTION_SETS, help="JSONL, 'query' per line"
+    )
+    parser.add_argument(
+        "--throttled-questions", type=int, default=30, help="questions asked over the slow line"
+    )
+    add_record_option(parser)
+    args = parser.parse_args(argv)
+    bench_run = begin("scale", argv)
+    questions = read_questions(args.questions)
+    source = load_source(args.corpus, args.mirror, args.cache)
+    results = {
+        "source": {"papers": len(source.papers), "chunks": len(source.vectors)},
+        "sizes": {
+            str(size): measure_size(source, size, args.work, questions, args.throttled_questions)
+            for size in args.sizes
+        },
+    }
+    print(json.dumps(results, indent=1))
+    if args.record:
+        bench_run.save(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
