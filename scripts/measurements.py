@@ -45,6 +45,10 @@ BENCHES = {
     ),
     "suggest": ("Did you mean", "scripts/bench_suggest.py: the cost of spelling suggestions per query."),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
+    "local_llm": (
+        "A real llama.cpp server",
+        "scripts/bench_local_llm.py: Ask through the CLI and the site against llama-cpp-python on loopback.",
+    ),
 }
 
 Scalar = str | int | float | bool | None
