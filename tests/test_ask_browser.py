@@ -410,7 +410,8 @@ def test_the_key_stays_in_memory_unless_remembered_and_forget_clears_it(asking, 
 
 
 def _posts(llm: MockLLM) -> list:
-    return [r for r in llm.requests if r.method == "POST"]
+    """The answer requests (a local preset also asks Ollama's /api/show for the context window)."""
+    return [r for r in llm.requests if r.method == "POST" and not r.path.startswith("/api/")]
 
 
 def _sends(request, key: str) -> bool:

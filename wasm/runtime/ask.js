@@ -37,12 +37,14 @@ function providerFromOptions(options, settings) {
   };
 }
 
-/** Whether the provider is a server on this computer or network (asked for its window and models). */
+/** Whether the provider is a local server's preset on this computer or network (asked for its window and
+ * models); another endpoint is asked nothing but the answer. */
 function isLocal(provider) {
   try {
-    return provider.api === "openai" && addressSpace(provider.base_url) !== "public";
+    const preset = resolvePreset(provider.provider || "custom");
+    return Boolean(preset.local) && provider.api === "openai" && addressSpace(provider.base_url) !== "public";
   } catch {
-    return false; // not a URL: the request itself will say so
+    return false; // not a URL, or no such preset: the request itself will say so
   }
 }
 

@@ -297,7 +297,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
     });
   } catch {
     if (signal?.aborted) throw fail(new ProviderError("aborted", "Stopped before the provider answered."));
-    if (await localAccessDenied(url)) throw fail(new ProviderError("local_access", `Could not reach ${new URL(url).origin}. ${LOCAL_ACCESS_HELP}`));
+    if (await localAccessDenied(url)) throw fail(new ProviderError("local_access", `Could not reach ${new URL(url).origin}. ${LOCAL_ACCESS_HELP} (If it was allowed: ${BROWSER_CALLS_HELP})`));
     throw fail(new ProviderError("network", `Could not reach ${new URL(url).origin}: the network is down, the base URL is wrong, or the provider does not allow calls from a web page. ${BROWSER_CALLS_HELP}`));
   }
   if (!response.ok) {
