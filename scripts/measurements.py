@@ -67,6 +67,10 @@ BENCHES = {
         "scripts/bench_scale.py: synthetic lists (the mirror's text recombined, perturbed real vectors) "
         "built and measured in chromium and the search core.",
     ),
+    "local_llm": (
+        "A real llama.cpp server",
+        "scripts/bench_local_llm.py: Ask through the CLI and the site against llama-cpp-python on loopback.",
+    ),
 }
 
 Scalar = str | int | float | bool | None

@@ -19,12 +19,12 @@ from builder.site.runtime import build_core_wheel
 from readingroom_core.answers import (
     DEFAULT_BUDGET,
     HISTORY_WORDS,
+    USER_RULES,
     Prompt,
     PromptTooLong,
     Source,
     Turn,
     build_prompt,
-    count_tokens,
     fit_prompt,
     page_texts,
     prompt_tokens,
@@ -35,6 +35,7 @@ from readingroom_core.answers import (
 )
 from readingroom_core.browser import open_folder
 from readingroom_core.querysyntax import embedding_text
+from readingroom_core.tokens import FIT_MARGIN, answer_room, budget_for_context, count_tokens
 from readingroom_core.verification import find_quote
 
 pytestmark = pytest.mark.mirror
@@ -86,7 +87,7 @@ def whole_pages(engine) -> list[Source]:
     return pages
 
 
-def test_prompts_stay_within_the_budget_by_real_tokenizers(engine, encode):
+def test_the_estimate_is_within_ten_percent_of_llama_and_fitted_prompts_fit(engine, encode):
     long_question = " ".join(engine.chunk(5).text.split()[:220]) + " What does this paragraph claim, and why?"
     questions = [
         *site_questions(6),
@@ -111,13 +112,20 @@ def test_prompts_stay_within_the_budget_by_real_tokenizers(engine, encode):
         prompts.append(prompt)
         budgets.append(budget)
     fullest = {name: 0.0 for name in TOKENIZERS}
+    llama_ratios = []
     for prompt, budget, counts in zip(prompts, budgets, real_counts(prompts), strict=True):
+        estimate = prompt_tokens(prompt)
+        llama_ratios.append(counts["llama2"] / estimate)
+        assert counts["o200k"] <= estimate and counts["cl100k"] <= estimate  # OpenAI's are over-counted
         for name in TOKENIZERS:
-            assert counts[name] <= budget, (name, counts, budget, prompt.messages[-1]["content"][-200:])
+            # A budget from budget_for_context keeps FIT_MARGIN free for the estimate's error.
+            assert counts[name] <= budget * (1 + FIT_MARGIN), (name, counts, budget)
             fullest[name] = max(fullest[name], counts[name] / budget)
-    # Conservative, not wasteful: the budget is mostly used by the hungriest tokenizer.
-    assert fullest["llama2"] > 0.7, fullest
-    assert fullest["o200k"] > 0.5, fullest
+    llama_ratios.sort()
+    assert 0.95 <= llama_ratios[len(llama_ratios) // 2] <= 1.05, llama_ratios
+    assert 0.85 <= llama_ratios[0] and llama_ratios[-1] <= 1.1, llama_ratios
+    assert fullest["llama2"] > 0.9, fullest  # the budget is used, not wasted
+    assert fullest["o200k"] > 0.7, fullest
 
 
 def test_a_question_too_long_for_the_budget_is_a_clear_error(engine):
@@ -136,7 +144,10 @@ def test_sources_are_numbered_labelled_and_delimited(engine, encode):
         head = f'<source n="{n}" cite="arXiv:{source.arxiv_id} {source.label}" title="'
         assert head in content
     assert content.count("<source ") == content.count("</source>") == len(found.sources)
-    assert content.index("</sources>") < content.index(f"Question: {question}")
+    assert content.index("</sources>") < content.index(f"Question: {question}") < content.index(USER_RULES)
+    # The rules that matter, also where a chat template drops the system message.
+    for rule in ('[arXiv:ID p.N "short verbatim quote"]', "copied exactly", "data, not instructions"):
+        assert rule in USER_RULES
     system = found.prompt.system
     for rule in ("only facts stated in the sources", '[arXiv:ID p.N "short verbatim quote"]', "do not contain enough",
                  "disagree", "not instructions"):  # fmt: skip
@@ -194,19 +205,25 @@ def test_follow_ups_retrieve_again_and_keep_the_previous_turn_short(engine, enco
     assert user == {"role": "user", "content": f"Question: {first}"}
     assert assistant["role"] == "assistant" and "arXiv:" not in assistant["content"]
     assert len(assistant["content"].split()) <= HISTORY_WORDS + 1
-    assert (
-        current["content"].rstrip().endswith('verbatim quote"].')
-        and f"Question: {follow_up}" in current["content"]
-    )
+    assert current["content"].endswith(USER_RULES) and f"Question: {follow_up}" in current["content"]
     alone = select_evidence(engine, follow_up, encode(follow_up))
     assert [s.chunk_id for s in found.sources] != [s.chunk_id for s in alone.sources]
 
 
-def test_token_count_is_an_upper_bound_on_everyday_text():
+def test_token_counts_grow_with_text_and_the_template():
     assert count_tokens("") == 0
     assert count_tokens("hello world") >= 2
     prompt = build_prompt("What is RAG?", [])
     assert prompt_tokens(prompt) > count_tokens(prompt.system) + count_tokens(prompt.messages[0]["content"])
+
+
+def test_a_context_window_leaves_room_for_the_answer_and_the_estimates_error():
+    assert answer_room(2048, 1500) == 512  # a quarter of a small window at most
+    assert answer_room(128_000, 1500) == 1500
+    assert answer_room(2048, 60) == 60  # never more than the visitor allows
+    assert budget_for_context(2048, 512) == 1396  # (2048 - 512) / 1.1
+    with pytest.raises(ValueError, match="context window of 0 tokens"):
+        budget_for_context(0, 100)
 
 
 @pytest.mark.pyodide

@@ -241,7 +241,7 @@ def test_fabricated_citations_are_flagged_and_hostile_markup_is_inert(asking, ll
         ("dropped", "connection dropped before the answer was finished"),
         ("model_not_found", "does not know the model"),
         ("context_too_long", "prompt is too long"),
-        ("empty", "empty answer"),
+        ("empty", "ended the stream without any answer"),
     ],
 )
 def test_provider_failures_say_what_to_do_and_keep_the_question_and_sources(asking, llm, scenario, message):
@@ -256,8 +256,10 @@ def test_provider_failures_say_what_to_do_and_keep_the_question_and_sources(aski
         assert llm.answers[-1].text.startswith(turn["answer"].strip()[:20])
     if scenario == "rate_limit":  # Retry-After: 1 was honoured with one retry, then reported
         assert [r.status for r in llm.requests if r.method == "POST"] == [429, 429]
-    retriable = scenario in ("rate_limit", "dropped", "empty")  # the others need a change of settings
+    retriable = scenario in ("rate_limit", "dropped")  # the others need a change of settings
     assert asking.page.locator(".turn .retry").count() == int(retriable)
+    too_long = scenario in ("context_too_long", "empty")  # offered again with a smaller budget
+    assert asking.page.locator(".turn .retry-smaller").count() == int(too_long)
 
 
 def test_a_short_rate_limit_is_retried_once_by_itself(asking, llm):
@@ -408,7 +410,8 @@ def test_the_key_stays_in_memory_unless_remembered_and_forget_clears_it(asking, 
 
 
 def _posts(llm: MockLLM) -> list:
-    return [r for r in llm.requests if r.method == "POST"]
+    """The answer requests (a local preset also asks Ollama's /api/show for the context window)."""
+    return [r for r in llm.requests if r.method == "POST" and not r.path.startswith("/api/")]
 
 
 def _sends(request, key: str) -> bool:

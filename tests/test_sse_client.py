@@ -1,5 +1,6 @@
 """providers.js's stream reader under Node, fed SSE bodies as fetch would give them: what follows the
-stream's end mark and deltas that are not strings never reach the answer."""
+stream's end mark and deltas that are not strings never reach the answer; an answer stopped at its cap is
+reported as "length" in each API's words; a stream without text says what a local server means by it."""
 
 import json
 
@@ -11,8 +12,10 @@ import { streamAnswer } from "./providers.js";
 const { api, body } = JSON.parse(process.argv[2]);
 globalThis.fetch = async () => new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
 const settings = { api, base_url: "https://example.test/v1", model: "m", key: "k" };
-streamAnswer(settings, { system: "s", messages: [{ role: "user", content: "q" }] }).then(
-  (text) => console.log(JSON.stringify({ text })),
+let stop = "";
+const onFinish = (reason) => (stop = reason);
+streamAnswer(settings, { system: "s", messages: [{ role: "user", content: "q" }] }, { onFinish }).then(
+  (text) => console.log(JSON.stringify(stop === "length" ? { text, stop } : { text })),
   (error) => console.log(JSON.stringify({ error: error.kind, partial: error.partial })),
 );
 """
@@ -65,3 +68,26 @@ def test_anthropic_and_gemini_ignore_non_string_text_and_anthropic_stops_at_mess
 def test_crlf_line_endings_are_read_whole(stream):
     body = openai("one ", "two").replace("\n", "\r\n") + "data: [DONE]\r\n\r\n"
     assert stream("openai", body) == {"text": "one two"}
+
+
+def test_the_answer_cap_is_reported_as_length_in_each_apis_words(stream):
+    cut = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+    body = openai("Half an ans") + f"data: {json.dumps(cut)}\n\n" + "data: [DONE]\n\n"
+    assert stream("openai", body) == {"text": "Half an ans", "stop": "length"}
+    anthropic = "".join(
+        f"event: {d['type']}\ndata: {json.dumps(d)}\n\n"
+        for d in (
+            {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Half"}},
+            {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}},
+            {"type": "message_stop"},
+        )
+    )
+    assert stream("anthropic", anthropic) == {"text": "Half", "stop": "length"}
+    gemini = f"data: {json.dumps({'candidates': [{'content': {'parts': [{'text': 'Half'}]}, 'finishReason': 'MAX_TOKENS'}]})}\n\n"
+    assert stream("gemini", gemini) == {"text": "Half", "stop": "length"}
+
+
+def test_a_stream_without_text_is_named_as_a_context_overflow(stream):
+    # llama-cpp-python's answer to a prompt over its window: 200, then the stream ends with nothing.
+    assert stream("openai", "")["error"] == "empty"
+    assert stream("openai", "data: [DONE]\n\n")["error"] == "empty"

@@ -11,13 +11,14 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.paths import DEFAULT_OUT
 
 if TYPE_CHECKING:
-    from readingroom_core.answers import Evidence, Prompt
+    from readingroom_core.answers import Evidence
 
 DESCRIPTION = """\
 Retrieves passages from the built site (hybrid search, one passage per page, spread over papers), fits
@@ -32,11 +33,16 @@ listed as uncited claims.
 
 The API key is read from the environment, never from the command line: READINGROOM_API_KEY, or
 OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY for the chosen provider. A local server
-(--base-url on 127.0.0.1 or localhost) may need no key.
+(--base-url on 127.0.0.1 or localhost) may need no key, nor --model when it lists its models; its context
+window is asked (llama.cpp's /props, vLLM's and LM Studio's model lists, Ollama's /api/show) or given
+with --context, and the sources and the answer's room are fitted into it. An answer that reaches
+--max-tokens is reported as cut off.
 
 Examples:
   OPENAI_API_KEY=... python -m builder ask "How does LoRA cut trainable parameters?" --model gpt-4o-mini
   python -m builder ask "What is RAG?" --provider openai --base-url http://127.0.0.1:11434/v1 --model llama3.1
+  python -m builder ask "What is RAG?" --base-url http://127.0.0.1:8080/v1          # llama-server
+  python -m builder ask "What is RAG?" --base-url http://127.0.0.1:8000/v1 --context 2048   # llama-cpp-python
   ANTHROPIC_API_KEY=... python -m builder ask "..." --provider anthropic --model claude-sonnet-4-5
   python -m builder ask "What is RAG?" --prompt-only        # print the prompt to paste anywhere
 """
@@ -51,8 +57,8 @@ STATUS_MARKS = {
 
 
 def add_ask_command(subparsers) -> argparse.ArgumentParser:
-    from builder.providers import DEFAULT_MAX_TOKENS, PROVIDERS
-    from readingroom_core.answers import CANDIDATES, DEFAULT_BUDGET
+    from builder.providers import PROVIDERS
+    from readingroom_core.answers import CANDIDATES, DEFAULT_BUDGET, DEFAULT_MAX_TOKENS
 
     parser = subparsers.add_parser(
         "ask",
@@ -68,13 +74,24 @@ def add_ask_command(subparsers) -> argparse.ArgumentParser:
         metavar="URL",
         help="the API's base URL (default: the provider's own; OpenAI-compatible servers end in /v1)",
     )
-    parser.add_argument("--model", metavar="NAME", help="the model name the provider knows (required to ask)")
+    parser.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the model name the provider knows (a local server's first listed model when not given)",
+    )
     parser.add_argument(
         "--budget",
         type=int,
         default=DEFAULT_BUDGET,
         metavar="TOKENS",
-        help=f"most prompt tokens (counted conservatively; default: {DEFAULT_BUDGET})",
+        help=f"most prompt tokens (estimated, within 10%% for Llama-class tokenizers; default: {DEFAULT_BUDGET})",
+    )
+    parser.add_argument(
+        "--context",
+        type=int,
+        metavar="TOKENS",
+        help="the model's context window: sources and the answer are fitted into it (default: what a local "
+        "server reports, else none)",
     )
     parser.add_argument(
         "--k", type=int, default=CANDIDATES, help=f"passages retrieved before fitting (default: {CANDIDATES})"
@@ -83,7 +100,8 @@ def add_ask_command(subparsers) -> argparse.ArgumentParser:
         "--max-tokens",
         type=int,
         default=DEFAULT_MAX_TOKENS,
-        help=f"longest answer, for Anthropic (default: {DEFAULT_MAX_TOKENS})",
+        metavar="TOKENS",
+        help=f"longest answer in tokens, sent to every provider (default: {DEFAULT_MAX_TOKENS})",
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the provider")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
@@ -105,18 +123,31 @@ def api_key(provider: str, base_url: str) -> str | None:
     return "" if is_loopback(base_url) else None
 
 
+@dataclass
+class Fit:
+    """The prompt budget and answer cap for the model, and the line that says where they came from."""
+
+    budget: int
+    max_tokens: int
+    note: str = ""
+
+
 def run_ask_command(args: argparse.Namespace) -> int:
-    from builder.providers import DEFAULT_BASE_URLS
+    from builder.providers import DEFAULT_BASE_URLS, is_loopback
     from readingroom_core.answers import verify
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
     key = ""  # --prompt-only sends nothing anywhere
+    fit = Fit(args.budget, args.max_tokens)
     if not args.prompt_only:
         checked_key = provider_key(args, base_url)
         if checked_key is None:
             return 2
         key = checked_key
-    found = find_evidence(args)
+        if is_loopback(base_url) and args.provider == "openai":
+            args.model = args.model or local_model(base_url)
+        fit = fit_to_model(args, base_url)
+    found = find_evidence(args, fit.budget)
     if found is None:
         return 2
     if args.prompt_only:
@@ -124,29 +155,32 @@ def run_ask_command(args: argparse.Namespace) -> int:
         return 0
     evidence = found.to_dict()
     if not args.json:
-        print_sources(found)
-    answer = stream(args, base_url, key, found.prompt)
+        print_sources(found, fit.note)
+    answer, stop_reason = stream(args, base_url, key, found, fit.max_tokens)
     if answer is None:
         return 1
     checked = verify(answer, evidence)
+    cut = stop_reason == "length"
     if args.json:
-        print(
-            json.dumps(
-                {"question": args.question, "answer": answer, **checked, **_sources(evidence)}, indent=1
-            )
-        )
+        extra = {"stop_reason": stop_reason, "max_tokens": fit.max_tokens, **_sources(evidence)}
+        print(json.dumps({"question": args.question, "answer": answer, **checked, **extra}, indent=1))
         return 0
     print("\n")
+    if cut:
+        print(
+            f"cut off at {fit.max_tokens} tokens: the answer reached its cap; ask again with a larger "
+            "--max-tokens to continue it\n"
+        )
     print(report(checked))
     return 0
 
 
 def provider_key(args: argparse.Namespace, base_url: str) -> str | None:
     """The API key to send ("" for a loopback server without one); None, with the error printed, when the
-    question cannot be asked (no model named, or no key where the provider needs one)."""
-    from builder.providers import KEY_VARIABLES
+    question cannot be asked (no model named for a hosted provider, or no key where one is needed)."""
+    from builder.providers import KEY_VARIABLES, is_loopback
 
-    if not args.model:
+    if not args.model and not (is_loopback(base_url) and args.provider == "openai"):
         print("error: --model is required to ask (or use --prompt-only)", file=sys.stderr)
         return None
     key = api_key(args.provider, base_url)
@@ -156,7 +190,36 @@ def provider_key(args: argparse.Namespace, base_url: str) -> str | None:
     return key
 
 
-def find_evidence(args: argparse.Namespace) -> Evidence | None:
+def local_model(base_url: str) -> str:
+    """The first model a local server lists; "local" when it lists none (llama.cpp takes any name)."""
+    from builder.local_server import model_names
+
+    names = model_names(base_url)
+    return names[0] if names else "local"
+
+
+def fit_to_model(args: argparse.Namespace, base_url: str) -> Fit:
+    """The budget and answer cap that fit the model's context window: --context, else what a loopback
+    server reports; without either, --budget and --max-tokens as given."""
+    from builder.local_server import context_window
+    from builder.providers import is_loopback
+    from readingroom_core.answers import MIN_BUDGET
+    from readingroom_core.tokens import answer_room, budget_for_context
+
+    context, said = args.context, "--context"
+    if context is None and is_loopback(base_url) and args.provider == "openai":
+        window = context_window(base_url, args.model or "")
+        if window is not None:
+            context, said = window.tokens, f"the server's {window.source}"
+    if not context:
+        return Fit(args.budget, args.max_tokens)
+    room = answer_room(context, args.max_tokens)
+    budget = min(args.budget, max(MIN_BUDGET, budget_for_context(context, room)))
+    note = f"context window {context} tokens ({said}): up to {budget} for the prompt, {room} for the answer"
+    return Fit(budget, room, note)
+
+
+def find_evidence(args: argparse.Namespace, budget: int) -> Evidence | None:
     """The passages the answer may cite, fitted to the prompt budget; None, with the error printed, when
     the search or the fitting rejects the question (a bad query, or a question too long for the budget)."""
     from builder.query_encoder import OnnxQueryEncoder
@@ -168,13 +231,15 @@ def find_evidence(args: argparse.Namespace) -> Evidence | None:
     encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
     vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
     try:
-        return select_evidence(site.engine, args.question, vector, budget=args.budget, k=args.k)
+        return select_evidence(site.engine, args.question, vector, budget=budget, k=args.k)
     except (PromptTooLong, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
 
 
-def print_sources(found: Evidence) -> None:
+def print_sources(found: Evidence, note: str = "") -> None:
+    if note:
+        print(note)
     print(f"{len(found.sources)} sources, {found.prompt_tokens} of {found.budget} prompt tokens:")
     for source in found.sources:
         section = f" \u2014 {source.section}" if source.section else ""
@@ -182,13 +247,17 @@ def print_sources(found: Evidence) -> None:
     print(flush=True)
 
 
-def stream(args: argparse.Namespace, base_url: str, key: str, prompt: Prompt) -> str | None:
-    """The provider's answer, streamed to the terminal as it comes unless --json; None, with the error
-    printed, when the provider fails."""
+def stream(
+    args: argparse.Namespace, base_url: str, key: str, found: Evidence, max_tokens: int
+) -> tuple[str | None, str]:
+    """The provider's answer, streamed to the terminal as it comes unless --json, and why the model
+    stopped ("length" at the cap); None, with the error printed, when the provider fails."""
     from builder.providers import ProviderError, build_request, stream_answer
+    from readingroom_core.tokens import smaller_window
 
-    request = build_request(args.provider, base_url, args.model, prompt, key, args.max_tokens)
+    request = build_request(args.provider, base_url, args.model, found.prompt, key, max_tokens)
     pieces: list[str] = []
+    stopped: list[str] = []
 
     def waiting(seconds: float) -> None:
         print(
@@ -196,8 +265,13 @@ def stream(args: argparse.Namespace, base_url: str, key: str, prompt: Prompt) ->
             file=sys.stderr,
         )
 
+    if not args.json:
+        print(f"waiting for the model ({found.prompt_tokens} tokens sent)\u2026", file=sys.stderr, flush=True)
     try:
-        for piece in stream_answer(request, args.model, key, timeout=args.timeout, on_wait=waiting):
+        answer = stream_answer(
+            request, args.model, key, timeout=args.timeout, on_wait=waiting, on_finish=stopped.append
+        )
+        for piece in answer:
             pieces.append(piece)
             if not args.json:
                 sys.stdout.write(piece)
@@ -206,8 +280,15 @@ def stream(args: argparse.Namespace, base_url: str, key: str, prompt: Prompt) ->
         if pieces and not args.json:
             print()
         print(f"error: {exc}", file=sys.stderr)
-        return None
-    return "".join(pieces)
+        if exc.kind in ("empty", "context_too_long"):
+            window = smaller_window(found.prompt_tokens, max_tokens)
+            print(
+                f"retry with a smaller budget, fitted to a {window}-token window (llama.cpp's default is 2048): "
+                f"--context {window}",
+                file=sys.stderr,
+            )
+        return None, ""
+    return "".join(pieces), (stopped[-1] if stopped else "")
 
 
 def _sources(evidence: dict) -> dict:

@@ -72,6 +72,7 @@ PAGE_MODULES = (
     "ask_turn.js",
     "answer.js",
     "providers.js",
+    "local_server.js",
     "settings.js",
 )
 MARKDOWN_IT_PACKAGE = WASM_DIR / "node_modules" / "markdown-it"

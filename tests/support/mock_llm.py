@@ -48,6 +48,10 @@ Scenarios (`scenario` attribute, or the model name `mock-<scenario>`, which wins
   sent in batches of HUGE_BATCH events HUGE_INTERVAL apart (about 10 s in all), for pages that must stay
   responsive and stoppable.
 
+Servers on the visitor's computer (`local="llama-server" | "llama-cpp-python" | "ollama"`, with
+`context_window` and `drop_system`), and the answer cap every mock honours, are described in
+tests/support/mock_local.py.
+
 `answers` holds a `MockAnswer(text, expected)` per answered request: `expected` lists
 `(arxiv_id, page_label, quote, status)` for each citation written, status being the verifier state the
 mock meant ("verified", "invented", "page_not_found", "quote_not_found"); `uncited` the sentences
@@ -63,6 +67,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from support import mock_local
 
 SCENARIOS = (
     "grounded",
@@ -287,7 +293,7 @@ def _gemini_error(status: int) -> dict:
     return {"error": error}
 
 
-def _openai_events(pieces: list[str], model: str) -> list[str]:
+def _openai_events(pieces: list[str], model: str, cut: bool = False) -> list[str]:
     base = {
         "id": "chatcmpl-mock",
         "object": "chat.completion.chunk",
@@ -299,11 +305,12 @@ def _openai_events(pieces: list[str], model: str) -> list[str]:
         json.dumps({**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]})
         for p in pieces
     ]
-    events.append(json.dumps({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    finish = "length" if cut else "stop"
+    events.append(json.dumps({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))
     return [f"data: {e}\n\n" for e in events] + ["data: [DONE]\n\n"]
 
 
-def _anthropic_events(pieces: list[str], model: str) -> list[str]:
+def _anthropic_events(pieces: list[str], model: str, cut: bool = False) -> list[str]:
     def event(name: str, data: dict) -> str:
         return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
@@ -338,7 +345,7 @@ def _anthropic_events(pieces: list[str], model: str) -> list[str]:
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {"stop_reason": "max_tokens" if cut else "end_turn", "stop_sequence": None},
                 "usage": {"output_tokens": len(pieces)},
             },
         ),
@@ -347,16 +354,17 @@ def _anthropic_events(pieces: list[str], model: str) -> list[str]:
     return events
 
 
-def _gemini_events(pieces: list[str], model: str) -> list[str]:
+def _gemini_events(pieces: list[str], model: str, cut: bool = False) -> list[str]:
     def chunk(text: str, finish: str | None = None) -> str:
         candidate: dict = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
         if finish:
             candidate["finishReason"] = finish
         return f"data: {json.dumps({'candidates': [candidate], 'modelVersion': model})}\r\n\r\n"
 
+    finish = "MAX_TOKENS" if cut else "STOP"
     if not pieces:
-        return [chunk("", "STOP")]
-    return [chunk(p) for p in pieces[:-1]] + [chunk(pieces[-1], "STOP")]
+        return [chunk("", finish)]
+    return [chunk(p) for p in pieces[:-1]] + [chunk(pieces[-1], finish)]
 
 
 def _prompt_text(api: str, body: dict) -> str:
@@ -374,9 +382,22 @@ def _prompt_text(api: str, body: dict) -> str:
 
 
 class MockLLM:
-    def __init__(self, api_key: str = "test-key", scenario: str = "grounded"):
+    def __init__(
+        self,
+        api_key: str = "test-key",
+        scenario: str = "grounded",
+        local: str | None = None,
+        context_window: int | None = None,
+        drop_system: bool = False,
+    ):
+        if local is not None and local not in mock_local.LOCAL_KINDS:
+            raise ValueError(f"unknown local server {local!r}; one of {', '.join(mock_local.LOCAL_KINDS)}")
         self.api_key = api_key
         self.scenario = scenario
+        self.local = local
+        self.context_window = context_window
+        self.drop_system = drop_system
+        self.reading_seconds = 0.0  # a local model reading the prompt: the pause before the stream starts
         self.requests: list[RecordedRequest] = []
         self.answers: list[MockAnswer] = []
         self._rate_limited_once = False
@@ -437,6 +458,14 @@ class MockLLM:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
+            def do_GET(self) -> None:
+                record = mock._record(self, None, 0)
+                found = mock._describe(urlsplit(self.path).path, None)
+                if found is None:
+                    self.send_json(record, 404, {"error": {"message": f"no such endpoint: {self.path}"}})
+                else:
+                    self.send_json(record, 200, found)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -445,6 +474,10 @@ class MockLLM:
                 except ValueError:
                     body = None
                 record = mock._record(self, body, 0)
+                found = mock._describe(urlsplit(self.path).path, body)
+                if found is not None:
+                    self.send_json(record, 200, found)
+                    return
                 mock._answer(self, record, body)
 
             def send_json(
@@ -480,6 +513,33 @@ class MockLLM:
                 self.wfile.flush()
 
         return Handler
+
+    def _describe(self, path: str, body: dict | None) -> dict | None:
+        """A local server's answer to a question about itself (window, models), or None."""
+        context = self.context_window or 2048
+        if self.local == "llama-server" and path == "/props" and body is None:
+            return mock_local.props(context)
+        if self.local and path.endswith("/models") and body is None:
+            return mock_local.model_list(self.local)
+        if self.local == "ollama" and path == "/api/tags" and body is None:
+            return mock_local.ollama_tags()
+        if self.local == "ollama" and path == "/api/show" and body is not None:
+            return mock_local.ollama_show(context)
+        return None
+
+    def _overflows(self, handler, record: RecordedRequest, api: str, body: dict) -> bool:
+        """Whether the prompt exceeds the local server's window; if so, answered as that server does."""
+        tokens = mock_local.model_tokens(mock_local.seen_text(api, body, self.drop_system))
+        if self.local == "llama-cpp-python":  # it counts the answer's cap too
+            tokens += mock_local.cap_of(api, body) or 0
+        if not self.local or not self.context_window or tokens <= self.context_window:
+            return False
+        if self.local == "llama-cpp-python":
+            handler.start_stream(record)
+            handler.end_stream()
+        else:
+            handler.send_json(record, 400, mock_local.overflow_error(self.local, tokens, self.context_window))
+        return True
 
     def _record(self, handler, body: dict | None, status: int) -> RecordedRequest:
         record = RecordedRequest(
@@ -552,11 +612,17 @@ class MockLLM:
             extra = {"Retry-After": "1"} if status == 429 else None
             handler.send_json(record, http_status, error, extra)
             return
+        if self._overflows(handler, record, api, body):
+            return
         answer = (
             MockAnswer("")
             if scenario == "empty"
             else write_answer(_prompt_text(api, body), "mixed" if scenario == "mixed" else "grounded")
         )
+        if self.drop_system and mock_local.CITATION_RULE not in mock_local.seen_text(api, body, True):
+            answer = MockAnswer(mock_local.PROSE, [], [mock_local.PROSE])
+        text, cut = mock_local.cut_to(answer.text, mock_local.cap_of(api, body))
+        answer = MockAnswer(text, answer.expected if not cut else [], answer.uncited)
         if scenario == "huge":
             answer = MockAnswer(_padded(answer.text, HUGE_CHARS), answer.expected, answer.uncited)
         with self._lock:
@@ -570,8 +636,9 @@ class MockLLM:
         size = 6 if scenario == "slow" else EVENT_CHARS
         pieces = text_pieces(answer.text, size)
         events = {"openai": _openai_events, "anthropic": _anthropic_events, "gemini": _gemini_events}[api](
-            pieces, model
+            pieces, model, cut
         )
+        time.sleep(self.reading_seconds)
         handler.start_stream(record)
         try:
             if scenario == "dropped":

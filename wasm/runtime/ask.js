@@ -1,20 +1,25 @@
 // Ask mode: evidence from the search core (in the worker), the sources shown first, then the answer
 // streamed from the visitor's own provider, checked by the core's verifier and drawn with each citation
 // marked verified or not (ask_turn.js draws a turn). Also readingRoom.ask, which drives the same turn and
-// resolves to its data.
+// resolves to its data. A server on this computer is asked for its models and context window first, so
+// the sources and the answer fit; while it reads the prompt the turn says how long it has waited; an
+// answer cut at its cap can be continued, and an overflow retried with a smaller budget.
 
 import { answerMarkdown, citedBibtex } from "./answer.js";
 import { Turn, countdownButton } from "./ask_turn.js";
 import { button, element, saveFile } from "./dom.js";
-import { ProviderError, resolvePreset, streamAnswer } from "./providers.js";
-import { DEFAULT_BUDGET, LlmSettings, clampBudget } from "./settings.js";
+import { addressSpace, contextWindow, modelNames } from "./local_server.js";
+import { DEFAULT_MAX_TOKENS, ProviderError, resolvePreset, streamAnswer } from "./providers.js";
+import { DEFAULT_BUDGET, LlmSettings, clampBudget, clampMaxTokens, contextOrNull } from "./settings.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Status} Status */
 /** @typedef {import("./search_client.js").SearchClient["request"]} Request */
 
 const AUTO_RETRY_MAX_S = 10; // a 429 asking for a wait this short is retried once by itself
-const RETRIABLE = new Set(["rate_limit", "dropped", "aborted", "network", "server", "empty", "provider"]);
+const RETRIABLE = new Set(["rate_limit", "dropped", "aborted", "network", "local_access", "server", "provider"]);
+const TOO_LONG = new Set(["empty", "context_too_long"]); // retried with a smaller budget
+const CONTINUE = "Continue the answer exactly where it stopped, without repeating it, citing every claim as before.";
 const $ = (id) => document.getElementById(id);
 
 function providerFromOptions(options, settings) {
@@ -27,7 +32,34 @@ function providerFromOptions(options, settings) {
     model: options.model || preset.model,
     key: options.key || "",
     budget: clampBudget(options.budget ?? DEFAULT_BUDGET),
+    context: contextOrNull(options.context ?? ""),
+    max_tokens: clampMaxTokens(options.max_tokens ?? DEFAULT_MAX_TOKENS),
   };
+}
+
+/** Whether the provider is a local server's preset on this computer or network (asked for its window and
+ * models); another endpoint is asked nothing but the answer. */
+function isLocal(provider) {
+  try {
+    const preset = resolvePreset(provider.provider || "custom");
+    return Boolean(preset.local) && provider.api === "openai" && addressSpace(provider.base_url) !== "public";
+  } catch {
+    return false; // not a URL, or no such preset: the request itself will say so
+  }
+}
+
+/** The provider with a local server's first listed model and its reported context window filled in. */
+async function withServerFacts(provider) {
+  if (!isLocal(provider)) return provider;
+  const model = provider.model || (await modelNames(provider.base_url))[0] || "";
+  const reported = provider.context ? null : await contextWindow({ base_url: provider.base_url, model });
+  const contextSource = provider.contextSource || (reported ? `the server's ${reported.source}` : "the settings");
+  return { ...provider, model, context: provider.context || reported?.tokens || null, contextSource };
+}
+
+/** The window to fit a retry into after a refusal for length (readingroom_core.tokens.smaller_window). */
+function smallerWindow(promptTokens, answerTokens) {
+  return Math.max(512, Math.min(2048, Math.floor((promptTokens + answerTokens) / 2)));
 }
 
 /** Wait `seconds`, telling `onTick` each second left; rejects when `signal` aborts. */
@@ -140,6 +172,14 @@ class AskMode {
       if (turn.error.kind === "rate_limit" && turn.error.retryAfter) countdownButton(retry, turn.error.retryAfter);
       tools.push(retry);
     }
+    if (canAnswer && turn.error && TOO_LONG.has(turn.error.kind)) {
+      const fitted = smallerWindow(turn.promptTokens, turn.answerCap);
+      const retry = () => this.retrySmaller(turn, { ...this.settings.current(), context: fitted, contextSource: "the retry" }).catch(() => {});
+      tools.push(button(`Try again with a smaller budget (fitted to ${fitted} tokens)`, retry, "retry-smaller"));
+    }
+    if (canAnswer && !turn.error && turn.stopReason === "length") {
+      tools.push(button("Continue the answer", () => this.continueTurn(turn, this.settings.current()).catch(() => {}), "continue"));
+    }
     if (turn.prompt) {
       tools.push(button("Copy prompt", (event) => turn.copyPrompt(/** @type {HTMLElement} */ (event.target)), "copy-prompt"));
     }
@@ -193,32 +233,41 @@ class AskMode {
     if (this.active) this.active.controller.abort();
   }
 
-  /** The answer streamed into `turn`; resolves with the error that ended it, or null. @param {Turn} turn */
-  async streamTurn(turn, provider) {
+  /**
+   * The answer streamed into `turn` (after `prefix`, when continuing one); resolves with the error that
+   * ended it, or null. @param {Turn} turn
+   */
+  async streamTurn(turn, provider, prompt = turn.prompt, prefix = "") {
     const started = performance.now();
+    const settings = { ...provider, max_tokens: turn.answerCap || provider.max_tokens };
+    turn.stopReason = "";
     for (let attempt = 0; ; attempt += 1) {
       const controller = new AbortController();
       this.active = { controller };
       this.stopButton.hidden = false;
+      const waiting = turn.showWaiting(turn.promptTokens);
       try {
-        turn.answer = await streamAnswer(provider, turn.prompt, {
+        turn.answer = prefix + (await streamAnswer(settings, prompt, {
           signal: controller.signal,
           budget: provider.budget,
+          onFinish: (reason) => (turn.stopReason = reason),
           onText: (text) => {
             turn.timings.first_text_ms ??= performance.now() - started;
-            turn.answer = text;
+            waiting.stop();
+            turn.answer = prefix + text;
             turn.drawStreaming();
           },
-        });
+        }));
         return null;
       } catch (caught) {
         const error = caught instanceof ProviderError ? caught : new ProviderError("provider", String(caught?.message || caught));
-        turn.answer = error.partial ?? turn.answer;
+        turn.answer = prefix + (error.partial ?? "");
         const shortWait = error.kind === "rate_limit" && error.retryAfter !== null && error.retryAfter <= AUTO_RETRY_MAX_S;
         if (!(shortWait && attempt === 0 && !turn.answer)) return error;
         const stopped = await this.waitToRetry(turn, error.retryAfter, controller.signal);
         if (stopped) return stopped;
       } finally {
+        waiting.stop();
         this.active = null;
         this.stopButton.hidden = true;
         turn.timings.answer_ms = performance.now() - started;
@@ -241,23 +290,25 @@ class AskMode {
   }
 
   /** @param {Turn} turn */
-  async answerTurn(turn, provider) {
+  async answerTurn(turn, provider, prefix = "") {
     this.stop();
-    Object.assign(turn, { verified: false, answer: "", citations: [], uncited: [] });
-    turn.body.replaceChildren();
+    const prompt = prefix ? { ...turn.prompt, messages: [...turn.prompt.messages, { role: "assistant", content: prefix }, { role: "user", content: CONTINUE }] } : turn.prompt;
+    Object.assign(turn, { verified: false, answer: prefix, citations: [], uncited: [] });
+    if (!prefix) turn.body.replaceChildren();
     turn.summary.textContent = "";
     turn.showError(null);
     this.submitButton.disabled = true;
     turn.setState("answering");
     let error;
     try {
-      error = await this.streamTurn(turn, provider);
+      error = await this.streamTurn(turn, await withServerFacts(provider), prompt, prefix);
     } finally {
       this.submitButton.disabled = false;
     }
     if (turn.answer.trim()) await this.verifyTurn(turn);
     else turn.body.replaceChildren();
     turn.showError(error);
+    if (!error && turn.stopReason === "length") turn.showCut(turn.answerCap || provider.max_tokens);
     this.drawTools(turn, { canAnswer: true });
     this.state.last_ask = { ...turn.timings };
     turn.setState(error ? "failed" : "done");
@@ -274,8 +325,10 @@ class AskMode {
     const started = performance.now();
     const history = this.turns.filter((t) => t !== turn && t.answer.trim()).map((t) => ({ question: t.question, answer: t.answer }));
     try {
-      const evidence = await this.request("evidence", { question: turn.question, history, budget: provider.budget });
+      const { budget, context, max_tokens } = provider;
+      const evidence = await this.request("evidence", { question: turn.question, history, budget, context, max_tokens });
       Object.assign(turn, { sources: evidence.sources, pages: evidence.pages, prompt: evidence.prompt });
+      Object.assign(turn, { promptTokens: evidence.prompt_tokens, answerCap: evidence.answer_tokens });
     } catch (error) {
       turn.sourcesStatus.textContent = `Could not find sources: ${error.message}`;
       turn.sourcesStatus.classList.add("error");
@@ -283,6 +336,9 @@ class AskMode {
       throw error;
     }
     turn.drawSources(this.config.base);
+    if (provider.context) {
+      turn.sourcesStatus.textContent += ` Fitted to a context window of ${provider.context} tokens (from ${provider.contextSource || "the settings"}): ${turn.promptTokens} for the prompt, ${turn.answerCap} for the answer.`;
+    }
     turn.timings.sources_ms = performance.now() - started;
     this.state.last_ask = { ...turn.timings };
   }
@@ -296,7 +352,8 @@ class AskMode {
     const turn = new Turn(++this.turnCount, question, (t) => this.checkForm(t));
     this.turns.push(turn);
     this.threadBox.append(turn.article);
-    await this.findSources(turn, provider);
+    const fitted = fromLink ? provider : await withServerFacts(provider);
+    await this.findSources(turn, fitted);
     if (!turn.sources.length) {
       turn.setState("done");
       this.drawTools(turn, { canAnswer: false });
@@ -315,7 +372,21 @@ class AskMode {
       turn.setState("ready");
       return turn.result();
     }
+    return this.answerTurn(turn, fitted);
+  }
+
+  /** The turn's sources found again under a smaller budget, then answered. @param {Turn} turn */
+  async retrySmaller(turn, provider) {
+    this.stop();
+    turn.sourceList.replaceChildren();
+    turn.sourcesStatus.textContent = "Finding sources…";
+    await this.findSources(turn, provider);
     return this.answerTurn(turn, provider);
+  }
+
+  /** The cut answer continued: the model is shown what it wrote and asked to go on. @param {Turn} turn */
+  continueTurn(turn, provider) {
+    return this.answerTurn(turn, provider, turn.answer);
   }
 }
 

@@ -50,6 +50,9 @@ export class Turn {
     this.verified = false;
     /** @type {{kind: string, message: string, retryAfter?: number | null} | null} */
     this.error = null;
+    this.promptTokens = 0; // the prompt's estimated tokens, as the evidence counted them
+    this.answerCap = 0; // the answer cap sent: the room left for it in the model's context window
+    this.stopReason = ""; // why the model stopped: "length" when it reached answerCap
     this.timings = {};
     this.drawTimer = null;
     this.article = element("article", "turn");
@@ -194,6 +197,34 @@ export class Turn {
     this.highlightQuotes();
   }
 
+  /**
+   * "Waiting for the model (N tokens sent, M s)" in the summary until `stop()`: a local model can read a
+   * prompt for a minute before its first word. @returns {{stop: () => void}}
+   */
+  showWaiting(tokens) {
+    const started = performance.now();
+    const tick = () => {
+      const seconds = Math.floor((performance.now() - started) / 1000);
+      this.summary.textContent = `Waiting for the model (${tokens.toLocaleString("en")} tokens sent, ${seconds} s)…`;
+    };
+    tick();
+    const timer = setInterval(tick, 1000);
+    let stopped = false;
+    return {
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        clearInterval(timer);
+        this.summary.textContent = "";
+      },
+    };
+  }
+
+  /** A visible note that the answer reached its cap and ends there. */
+  showCut(tokens) {
+    this.body.append(element("p", "answer-cut", `Cut off at ${tokens.toLocaleString("en")} tokens: the answer reached its longest length. “Continue the answer” asks for the rest.`));
+  }
+
   showError(error) {
     this.error = error;
     this.errorLine.hidden = !error;
@@ -228,6 +259,7 @@ export class Turn {
     return {
       question: this.question,
       answer: this.answer,
+      stop_reason: this.stopReason,
       citations: this.citations.map(({ arxiv_id, page, quote, verified, reason }) => ({ arxiv_id, page, quote, verified, reason })),
       sources: this.sources.map(({ arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories }) => ({
         arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories,

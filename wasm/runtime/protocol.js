@@ -94,6 +94,9 @@
  * @property {Source[]} sources
  * @property {object} pages the cited pages' text, which verification reads
  * @property {{system: string, messages: object[], text: string}} prompt
+ * @property {number} prompt_tokens the prompt's estimated tokens (readingroom_core.tokens)
+ * @property {number} budget
+ * @property {number} answer_tokens the answer cap to send: the room left for it in the context window
  */
 
 /**
@@ -121,7 +124,7 @@
  * @typedef {{type: "init", config: AppConfig, port: MessagePort}} InitMessage
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
- * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number}} EvidenceMessage
+ * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
  * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: object}}} VerifyMessage
  * @typedef {SearchMessage | EvidenceMessage | VerifyMessage} WorkerRequest answered by one ResultMessage of the same id
  * @typedef {InitMessage | EncoderFailedMessage | WorkerRequest} ToSearchWorker

@@ -1,6 +1,9 @@
 // Streaming chat clients for the visitor's own LLM provider: OpenAI-compatible chat completions,
 // Anthropic Messages and Google Gemini, each over fetch + ReadableStream with its own SSE wire format.
 // The key travels in a request header to the chosen base URL only: never in a URL, never logged.
+// Every API is sent the answer cap; why the model stopped reaches `onFinish` ("length" at the cap).
+
+import { LOCAL_ACCESS_HELP, addressSpace, localAccessDenied } from "./local_server.js";
 
 export const PRESETS = {
   openai: { label: "OpenAI", api: "openai", base_url: "https://api.openai.com/v1", model: "gpt-4o-mini" },
@@ -10,7 +13,8 @@ export const PRESETS = {
   together: { label: "Together", api: "openai", base_url: "https://api.together.xyz/v1", model: "meta-llama/Llama-3.3-70B-Instruct-Turbo" },
   ollama: { label: "Ollama (this computer)", api: "openai", base_url: "http://localhost:11434/v1", model: "llama3.1", local: true },
   lmstudio: { label: "LM Studio (this computer)", api: "openai", base_url: "http://localhost:1234/v1", model: "", local: true },
-  llamacpp: { label: "llama.cpp server (this computer)", api: "openai", base_url: "http://localhost:8080/v1", model: "", local: true },
+  llamacpp: { label: "llama.cpp llama-server (this computer)", api: "openai", base_url: "http://localhost:8080/v1", model: "", local: true },
+  llamacpppython: { label: "llama-cpp-python server (this computer)", api: "openai", base_url: "http://localhost:8000/v1", model: "", local: true },
   vllm: { label: "vLLM (this computer)", api: "openai", base_url: "http://localhost:8000/v1", model: "", local: true },
   custom: { label: "Other OpenAI-compatible endpoint", api: "openai", base_url: "", model: "" },
   anthropic: { label: "Anthropic", api: "anthropic", base_url: "https://api.anthropic.com", model: "claude-sonnet-4-5" },
@@ -20,7 +24,7 @@ export const PRESETS = {
 // The API names a caller of readingRoom.ask may give instead of a preset.
 const API_ALIASES = { "openai-compatible": "custom" };
 const ANTHROPIC_VERSION = "2023-06-01";
-const ANSWER_MAX_TOKENS = 2048; // Anthropic requires a cap; the others default to the model's own
+export const DEFAULT_MAX_TOKENS = 1500; // the answer cap (readingroom_core.answers.DEFAULT_MAX_TOKENS)
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 // Said when the provider cannot be reached at all: a browser reports a CORS refusal exactly like a
@@ -29,11 +33,17 @@ export const BROWSER_CALLS_HELP =
   "Some providers do not accept calls from a web page (CORS). OpenAI, Anthropic (this site sends the " +
   "header Anthropic requires for browser calls; an organisation can still switch them off), Google Gemini, " +
   "OpenRouter and Mistral do. A server on this computer must allow this site's origin: Ollama through " +
-  "OLLAMA_ORIGINS, LM Studio through its CORS switch, vLLM through --allowed-origins.";
+  "OLLAMA_ORIGINS, LM Studio through its CORS switch, vLLM through --allowed-origins; llama.cpp's " +
+  "llama-server and llama-cpp-python allow any origin unless started otherwise. A server on this computer " +
+  "must also be running at the base URL.";
+
+const CONTEXT_HELP =
+  "A server on this computer (llama.cpp, Ollama) does this when the prompt is longer than its context window: " +
+  "try again with a smaller budget, or set the model's context window in the settings.";
 
 export class ProviderError extends Error {
   /** kind: auth | rate_limit | model_not_found | context_too_long | bad_request | server | network |
-   *  aborted | dropped | empty | provider | settings. retryAfter: seconds, for rate_limit. */
+   *  local_access | aborted | dropped | empty | provider | settings. retryAfter: seconds, for rate_limit. */
   constructor(kind, message, { status = null, retryAfter = null } = {}) {
     super(message);
     this.kind = kind;
@@ -75,14 +85,20 @@ function endpoint(base, path) {
   return base.href.replace(/\/+$/, "") + path;
 }
 
-/** {url, headers, body} of the streaming request; the key appears in one header and nowhere else. */
-export function buildRequest({ api, base_url, model, key }, { system, messages }) {
+/**
+ * {url, headers, body} of the streaming request; the key appears in one header and nowhere else. A server
+ * on this computer may go without a model name (llama.cpp serves the one it loaded).
+ * @param {{api: string, base_url: string, model: string, key: string, max_tokens?: number}} settings
+ * @param {{system: string, messages: object[]}} prompt
+ */
+export function buildRequest({ api, base_url, model, key, max_tokens = DEFAULT_MAX_TOKENS }, { system, messages }) {
   const base = checkedBaseUrl(base_url);
-  if (!model) throw new ProviderError("settings", "Choose a model name in the settings.");
+  const local = api === "openai" && addressSpace(base.href) !== "public";
+  if (!model && !local) throw new ProviderError("settings", "Choose a model name in the settings.");
   const headers = { "content-type": "application/json" };
   if (api === "openai") {
     if (key) headers.authorization = `Bearer ${key}`;
-    const body = { model, stream: true, messages: [{ role: "system", content: system }, ...messages] };
+    const body = { ...(model ? { model } : {}), stream: true, max_tokens, messages: [{ role: "system", content: system }, ...messages] };
     return { url: endpoint(base, "/chat/completions"), headers, body };
   }
   if (api === "anthropic") {
@@ -90,13 +106,13 @@ export function buildRequest({ api, base_url, model, key }, { system, messages }
     headers["anthropic-version"] = ANTHROPIC_VERSION;
     headers["anthropic-dangerous-direct-browser-access"] = "true";
     const path = /\/v1\/?$/.test(base.pathname) ? "/messages" : "/v1/messages";
-    return { url: endpoint(base, path), headers, body: { model, system, messages, max_tokens: ANSWER_MAX_TOKENS, stream: true } };
+    return { url: endpoint(base, path), headers, body: { model, system, messages, max_tokens, stream: true } };
   }
   if (api === "gemini") {
     if (key) headers["x-goog-api-key"] = key;
     const prefix = /\/v1(beta)?\/?$/.test(base.pathname) ? "" : "/v1beta";
     const contents = messages.map(({ role, content }) => ({ role: role === "assistant" ? "model" : "user", parts: [{ text: content }] }));
-    const body = { systemInstruction: { parts: [{ text: system }] }, contents };
+    const body = { systemInstruction: { parts: [{ text: system }] }, contents, generationConfig: { maxOutputTokens: max_tokens } };
     return { url: endpoint(base, `${prefix}/models/${encodeURIComponent(model)}:streamGenerateContent?alt=sse`), headers, body };
   }
   throw new ProviderError("settings", `Unknown API "${api}".`);
@@ -171,19 +187,28 @@ function textOf(value) {
   return typeof value === "string" ? value : "";
 }
 
-/** What one event adds: {text, done, end, error}; `end` is the API's own last event. Each API marks its own end, so a cut stream is told apart. */
+const LENGTH_REASONS = new Set(["length", "max_tokens", "MAX_TOKENS"]);
+
+/** Why the model stopped, "length" for the answer cap in any API's words; "" when the event does not say. */
+function stopReason(reason) {
+  if (typeof reason !== "string" || !reason) return "";
+  return LENGTH_REASONS.has(reason) ? "length" : reason;
+}
+
+/** What one event adds: {text, done, end, error, stop}; `end` is the API's own last event. Each API marks its own end, so a cut stream is told apart. */
 function readEvent(api, { event, data }) {
   if (api === "openai") {
     if (data.trim() === "[DONE]") return { done: true, end: true };
     const json = parseJson(data);
     if (json?.error) return { error: json.error.message || JSON.stringify(json.error) };
     const choice = json?.choices?.[0];
-    return { text: textOf(choice?.delta?.content), done: Boolean(choice?.finish_reason) };
+    return { text: textOf(choice?.delta?.content), done: Boolean(choice?.finish_reason), stop: stopReason(choice?.finish_reason) };
   }
   if (api === "anthropic") {
     const json = parseJson(data);
     if (event === "error" || json?.type === "error") return { error: json?.error?.message || data };
     if (json?.type === "content_block_delta" && json.delta?.type === "text_delta") return { text: textOf(json.delta.text) };
+    if (json?.type === "message_delta") return { stop: stopReason(json.delta?.stop_reason) };
     return { done: json?.type === "message_stop", end: json?.type === "message_stop" };
   }
   const json = parseJson(data); // gemini
@@ -191,7 +216,7 @@ function readEvent(api, { event, data }) {
   const candidate = json?.candidates?.[0];
   const parts = Array.isArray(candidate?.content?.parts) ? candidate.content.parts : [];
   const text = parts.map((part) => textOf(part?.text)).join("");
-  return { text, done: Boolean(candidate?.finishReason) };
+  return { text, done: Boolean(candidate?.finishReason), stop: stopReason(candidate?.finishReason) };
 }
 
 // --- errors ------------------------------------------------------------------------------------------
@@ -229,7 +254,7 @@ export function errorForResponse(status, bodyText, retryAfterHeader, { model, bu
     return new ProviderError("rate_limit", `Rate limited by the provider (HTTP 429): too many requests or tokens for now. Try again ${when}.${detail}`, { status, retryAfter });
   }
   if ((status === 400 || status === 413 || status === 422) && CONTEXT_WORDS.test(said)) {
-    return new ProviderError("context_too_long", `The prompt is too long for “${model}” (HTTP ${status}). Lower the prompt budget in the settings (now ${budget} tokens), or choose a model with a longer context.${detail}`, { status });
+    return new ProviderError("context_too_long", `The prompt is too long for “${model || "the model"}” (HTTP ${status}). Try again with a smaller budget (now ${budget} tokens), set the model's context window in the settings, or choose a model with a longer context.${detail}`, { status });
   }
   if (status === 404) {
     return new ProviderError("model_not_found", `The provider does not know the model “${model}” or the address (HTTP 404). Check the model name and the base URL in the settings.${detail}`, { status });
@@ -247,11 +272,11 @@ export function errorForResponse(status, bodyText, retryAfterHeader, { model, bu
  * ProviderError whose kind says what went wrong (the partial text is on `error.partial`).
  */
 /**
- * @param {{api: string, base_url: string, model: string, key: string}} settings
+ * @param {{api: string, base_url: string, model: string, key: string, max_tokens?: number}} settings
  * @param {{system: string, messages: object[]}} prompt
- * @param {{signal?: AbortSignal, onText?: (text: string) => void, budget?: number | null}} [options]
+ * @param {{signal?: AbortSignal, onText?: (text: string) => void, onFinish?: (reason: string) => void, budget?: number | null}} [options]
  */
-export async function streamAnswer(settings, prompt, { signal, onText = () => {}, budget = null } = {}) {
+export async function streamAnswer(settings, prompt, { signal, onText = () => {}, onFinish = () => {}, budget = null } = {}) {
   const { url, headers, body } = buildRequest(settings, prompt);
   let text = "";
   const fail = (error) => {
@@ -272,6 +297,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
     });
   } catch {
     if (signal?.aborted) throw fail(new ProviderError("aborted", "Stopped before the provider answered."));
+    if (await localAccessDenied(url)) throw fail(new ProviderError("local_access", `Could not reach ${new URL(url).origin}. ${LOCAL_ACCESS_HELP} (If it was allowed: ${BROWSER_CALLS_HELP})`));
     throw fail(new ProviderError("network", `Could not reach ${new URL(url).origin}: the network is down, the base URL is wrong, or the provider does not allow calls from a web page. ${BROWSER_CALLS_HELP}`));
   }
   if (!response.ok) {
@@ -287,6 +313,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
         text += step.text;
         onText(text);
       }
+      if (step.stop) onFinish(step.stop);
       if (step.done) finished = true;
       if (step.end) break; // what follows the stream's end mark is not part of the answer
     }
@@ -295,7 +322,7 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
     if (!signal?.aborted) throw fail(new ProviderError("dropped", "The connection dropped before the answer was finished. The partial answer is kept; ask again to retry."));
   }
   if (signal?.aborted) throw fail(new ProviderError("aborted", "Stopped. The partial answer is kept; ask again for a full one."));
+  if (!text.trim()) throw fail(new ProviderError("empty", `The server ended the stream without any answer. ${CONTEXT_HELP}`));
   if (!finished) throw fail(new ProviderError("dropped", "The connection dropped before the answer was finished. The partial answer is kept; ask again to retry."));
-  if (!text.trim()) throw fail(new ProviderError("empty", "The model returned an empty answer. Ask again, or try another model."));
   return text;
 }

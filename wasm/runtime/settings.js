@@ -1,14 +1,18 @@
-// The provider settings panel: provider preset, base URL, model, key, prompt budget.
+// The provider settings panel: provider preset, base URL, model (a local server's models offered from its
+// list), key, prompt budget, the model's context window (optional; a local server is asked for it) and the
+// answer cap.
 // A key belongs to the provider and the base URL origin it was typed for, and is sent nowhere else: each
 // such pair keeps its own key, and the key field shows the current pair's (empty when none was typed for
 // it). Keys live in this module's memory; they are written to sessionStorage or localStorage only when the
 // visitor chooses to remember them, and "Forget keys" removes every one from both and from memory.
 
-import { PRESETS, resolvePreset } from "./providers.js";
+import { modelNames } from "./local_server.js";
+import { DEFAULT_MAX_TOKENS, PRESETS, resolvePreset } from "./providers.js";
 
-export const DEFAULT_BUDGET = 6000; // prompt tokens: fits every current hosted model and most local ones
+export const DEFAULT_BUDGET = 4500; // prompt tokens (readingroom_core.answers.DEFAULT_BUDGET): fits 8k-context models
 const MIN_BUDGET = 500;
 const MAX_BUDGET = 1_000_000;
+const MIN_ANSWER = 16;
 
 function storageNames(base) {
   // GitHub Pages serves many sites from one origin: name the entries after this site's path.
@@ -57,6 +61,19 @@ export function clampBudget(value) {
   return Math.min(MAX_BUDGET, Math.max(MIN_BUDGET, number));
 }
 
+/** The answer cap from its field: a whole number of tokens, the default when blank or nonsense. */
+export function clampMaxTokens(value) {
+  const number = Math.round(Number(value));
+  if (!Number.isFinite(number) || number <= 0) return DEFAULT_MAX_TOKENS;
+  return Math.min(MAX_BUDGET, Math.max(MIN_ANSWER, number));
+}
+
+/** The context window from its field, or null when blank (then a local server is asked for it). */
+export function contextOrNull(value) {
+  const number = Math.round(Number(value));
+  return String(value).trim() && Number.isFinite(number) && number > 0 ? Math.min(MAX_BUDGET * 4, number) : null;
+}
+
 /** The panel's fields, restored from storage and saved on every change. */
 export class LlmSettings {
   /** @param {string} base the site's base URL, which names its storage entries */
@@ -70,7 +87,10 @@ export class LlmSettings {
       model: $("llm-model"),
       key: $("llm-key"),
       budget: $("llm-budget"),
+      context: $("llm-context"),
+      max_tokens: $("llm-max-tokens"),
     };
+    this.modelList = document.getElementById("llm-model-list");
     this.remember = [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="llm-remember"]'))];
     this.warning = $("llm-remember-warning");
     this.note = $("llm-settings-note");
@@ -113,12 +133,14 @@ export class LlmSettings {
   }
 
   save() {
-    const { provider, base_url, model, budget } = this.fields;
+    const { provider, base_url, model, budget, context, max_tokens } = this.fields;
     const saved = {
       provider: provider.value,
       base_url: base_url.value.trim(),
       model: model.value.trim(),
       budget: clampBudget(budget.value),
+      context: contextOrNull(context.value),
+      max_tokens: clampMaxTokens(max_tokens.value),
       remember: this.rememberWhere(),
     };
     writeStorage(localStorage, this.names.settings, JSON.stringify(saved));
@@ -134,6 +156,21 @@ export class LlmSettings {
     this.fields.model.value = preset.model;
   }
 
+  /** A local server's listed models, offered under the model field when it gets focus (asked only of a
+   * local preset, and only then: choosing a preset sends nothing anywhere). */
+  async offerModels() {
+    this.modelList.replaceChildren();
+    if (!resolvePreset(this.fields.provider.value).local) return;
+    const names = await modelNames(this.fields.base_url.value.trim()).catch(() => []);
+    this.modelList.replaceChildren(
+      ...names.map((name) => {
+        const option = document.createElement("option");
+        option.value = name;
+        return option;
+      }),
+    );
+  }
+
   // Settings without the key always; the key only from where the visitor chose to keep it.
   restore() {
     const fields = this.fields;
@@ -143,11 +180,14 @@ export class LlmSettings {
       fields.base_url.value = saved.base_url || PRESETS[saved.provider].base_url;
       fields.model.value = saved.model ?? PRESETS[saved.provider].model;
       fields.budget.value = String(clampBudget(saved.budget));
+      fields.context.value = saved.context ? String(saved.context) : "";
+      fields.max_tokens.value = String(clampMaxTokens(saved.max_tokens));
       for (const radio of this.remember) radio.checked = radio.value === (saved.remember || "memory");
     } else {
       fields.provider.value = "openai";
       this.applyPreset("openai");
       fields.budget.value = String(DEFAULT_BUDGET);
+      fields.max_tokens.value = String(DEFAULT_MAX_TOKENS);
     }
     // An entry named without a slot comes from a version that sent one key to every provider: whose it
     // was is unknown, so it is dropped.
@@ -173,7 +213,8 @@ export class LlmSettings {
     });
     // Every edit of the base URL may move it to another origin, which has its own key (or none).
     fields.base_url.addEventListener("input", () => this.showKey());
-    for (const name of ["base_url", "model", "budget"]) fields[name].addEventListener("change", () => this.save());
+    for (const name of ["base_url", "model", "budget", "context", "max_tokens"]) fields[name].addEventListener("change", () => this.save());
+    fields.model.addEventListener("focus", () => this.offerModels());
     fields.key.addEventListener("input", () => {
       const slot = this.slot();
       const key = fields.key.value.trim();
@@ -200,7 +241,7 @@ export class LlmSettings {
 
   /** The settings as readingRoom.ask takes them, with the API the preset speaks. */
   current() {
-    const { provider, base_url, model, budget } = this.fields;
+    const { provider, base_url, model, budget, context, max_tokens } = this.fields;
     return {
       provider: provider.value,
       api: resolvePreset(provider.value).api,
@@ -208,6 +249,8 @@ export class LlmSettings {
       model: model.value.trim(),
       key: this.key,
       budget: clampBudget(budget.value),
+      context: contextOrNull(context.value),
+      max_tokens: clampMaxTokens(max_tokens.value),
     };
   }
 

@@ -284,9 +284,9 @@ async function finish(prepared, embedding, started) {
 // and the verdict on an answer's citations, from the core through the browser boundary; the provider
 // call itself is the page's.
 /** @param {import("./protocol.js").EvidenceMessage} message @returns {Promise<import("./protocol.js").EvidenceReply>} */
-async function evidence({ question, history, budget }) {
+async function evidence({ question, history, budget, context, max_tokens }) {
   await keyword.promise;
-  const request = JSON.stringify({ question, history, budget });
+  const request = JSON.stringify({ question, history, budget, context, max_tokens });
   const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : undefined;
   return JSON.parse(site.ask_evidence(request, vector));
 }
