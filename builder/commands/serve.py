@@ -4,7 +4,9 @@ The site's links all start with base_url ("/my-list/" on a GitHub Pages project 
 mounts the folder at that prefix: everything outside it is a 404 (only "/" redirects there, for
 convenience), a folder serves its index.html (a folder named without its slash is redirected to it,
 as Pages does) and a folder without one is a 404, never a listing. Content-hashed files and the versioned
-Pyodide folder are cached for good; pages and manifest.json are revalidated on every load.
+Pyodide folder are cached for good; pages and manifest.json are revalidated on every load. A `Range`
+request gets one byte range (206), a 416 or the whole file, as Pages answers it (byte_range.py); files
+are always sent as stored (identity), ranged or not.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import posixpath
 import re
 import sys
@@ -22,6 +25,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from builder.commands.byte_range import ByteRange, Unsatisfiable, requested_range
 from builder.config import CorpusError, check_base_url
 
 HOST = "127.0.0.1"  # loopback only: the preview is for this machine
@@ -46,6 +50,26 @@ HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+(\.gz)?$")
 # (builder/stages/render.py write_module_folder).
 HASHED_FOLDER = re.compile(r"/runtime/[a-z]+-[0-9a-f]{12}/")
 IMMUTABLE = "public, max-age=31536000, immutable"
+# Statuses of a reply that carries (part of) a file: they say the file may be read by range.
+FILE_STATUSES = (HTTPStatus.OK, HTTPStatus.PARTIAL_CONTENT, HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+
+
+class FileSlice:
+    """The part of an open file a 206 sends: `read` stops at the range's end (copyfile reads until b"")."""
+
+    def __init__(self, file, byte_range: ByteRange):
+        file.seek(byte_range.start)
+        self.file = file
+        self.left = byte_range.stop - byte_range.start
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = self.left if size < 0 else min(size, self.left)
+        data = self.file.read(wanted)
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self.file.close()
 
 
 class PortError(OSError):
@@ -72,6 +96,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
     """Serves `directory` at `base_url`; anything outside the prefix is a 404 (or a redirect for "/")."""
 
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+    status = 0  # of the reply being sent: end_headers says Accept-Ranges on a file's reply
 
     def __init__(self, *args, base_url: str, quiet: bool, **kwargs):
         self.base_url = base_url
@@ -107,7 +132,38 @@ class SiteHandler(SimpleHTTPRequestHandler):
         if not path.startswith(self.site_prefix) and path + "/" != self.site_prefix:
             self.send_error(HTTPStatus.NOT_FOUND, f"outside the site's base_url {self.base_url}")
             return None
+        file_path = self.translate_path(self.path)
+        if "Range" in self.headers and os.path.isfile(file_path) and not file_path.endswith("/"):
+            return self.send_range(file_path)
         return super().send_head()
+
+    def send_range(self, file_path: str):
+        """One byte range of the file (206), a 416, or the whole file when the range is to be ignored."""
+        file = open(file_path, "rb")  # noqa: SIM115 -- do_GET closes what send_head returns
+        stat = os.fstat(file.fileno())
+        wanted = requested_range(self.headers["Range"], stat.st_size)
+        if_range = self.headers.get("If-Range")
+        if wanted is None or (if_range is not None and if_range != self.date_time_string(stat.st_mtime)):
+            file.close()
+            return super().send_head()  # the whole file, as a plain GET gets it
+        if isinstance(wanted, Unsatisfiable):
+            file.close()
+            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+            self.send_header("Content-Range", wanted.content_range)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        self.send_response(HTTPStatus.PARTIAL_CONTENT)
+        self.send_header("Content-Type", self.guess_type(file_path))
+        self.send_header("Content-Range", wanted.content_range)
+        self.send_header("Content-Length", str(wanted.stop - wanted.start))
+        self.send_header("Last-Modified", self.date_time_string(stat.st_mtime))
+        self.end_headers()
+        return FileSlice(file, wanted)
+
+    def send_response(self, code, message=None):
+        self.status = code
+        super().send_response(code, message)
 
     def send_error(self, code, message=None, explain=None):
         """Like Pages, a missing file inside the site gets the site's own 404.html, with status 404."""
@@ -139,6 +195,8 @@ class SiteHandler(SimpleHTTPRequestHandler):
         # A request line too long or malformed is answered before `path` is read from it.
         path = urlsplit(getattr(self, "path", "")).path
         self.send_header("Cache-Control", self.cache_policy(path))
+        if self.status in FILE_STATUSES:
+            self.send_header("Accept-Ranges", "bytes")
         super().end_headers()
 
     def cache_policy(self, path: str) -> str:
