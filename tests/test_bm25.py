@@ -186,7 +186,7 @@ def test_bytes_are_deterministic_and_compact():
 
 def test_reader_refuses_an_unknown_format(postings):
     with pytest.raises(ValueError, match="format"):
-        read_postings(json.dumps({**postings.to_json(), "v": 2}))
+        read_postings(json.dumps({**postings.to_json(), "v": FORMAT_VERSION + 1}))
 
 
 def test_empty_corpus_finds_nothing():

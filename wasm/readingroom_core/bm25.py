@@ -127,8 +127,7 @@ class BM25Index:
         # far its terms by length with their lengths
         self._sorted_terms: list[str] | None = None
         self._by_initial: dict[str, tuple[list[int], list[str]]] = {}
-        average = self.avgdl or 1.0
-        self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
+        self._length_norms = [length_norm(self.k1, self.b, self.avgdl, dl) for dl in self.doc_lengths]
 
     def postings(self, term: str) -> tuple[list[int], list[int]] | None:
         """(doc ids, term frequencies) of `term`, or None when no document has it."""
@@ -171,15 +170,8 @@ class BM25Index:
             if found is not None:
                 doc_ids, frequencies = found
                 idf = lucene_idf(self.n_docs, len(doc_ids))
-                k1_plus_one = self.k1 + 1
-                norms = self._length_norms
-                cached = (
-                    doc_ids,
-                    [
-                        idf * frequency * k1_plus_one / (frequency + norms[doc_id])
-                        for doc_id, frequency in zip(doc_ids, frequencies, strict=True)
-                    ],
-                )
+                norms = [self._length_norms[doc_id] for doc_id in doc_ids]
+                cached = (doc_ids, term_weights(idf, self.k1, frequencies, norms))
             self._weights[term] = cached
         return cached
 
@@ -191,28 +183,49 @@ class BM25Index:
         Each distinct term counts once. `allowed` is asked once per candidate while scoring, so a filter
         never shrinks the result below k when enough allowed documents match.
         """
-        if k <= 0:
-            return []
-        scores: dict[int, float] = {}
-        verdicts: dict[int, bool] = {}
-        for term in dict.fromkeys(query_terms):
-            found = self.weights(term)
-            if found is None:
-                continue
-            doc_ids, weights = found
-            if allowed is None and not scores:
-                scores = dict(zip(doc_ids, weights, strict=True))  # 0.0 + weight is weight
-                continue
-            add = scores.get
-            for doc_id, weight in zip(doc_ids, weights, strict=True):
-                if allowed is not None:
-                    verdict = verdicts.get(doc_id)
-                    if verdict is None:
-                        verdict = verdicts[doc_id] = bool(allowed(doc_id))
-                    if not verdict:
-                        continue
-                scores[doc_id] = add(doc_id, 0.0) + weight
-        return top_scores(scores, k)
+        return sum_scores((self.weights(term) for term in dict.fromkeys(query_terms)), k, allowed)
+
+
+def sum_scores(
+    weighted: Iterable[tuple[list[int], list[float]] | None], k: int, allowed: Callable[[int], bool] | None
+) -> list[tuple[int, float]]:
+    """Top `k` (doc id, summed weight) over each term's (doc ids, weights), terms in query order (the
+    sums, and so the ranking, are the same bit for bit whichever index supplied the weights)."""
+    if k <= 0:
+        return []
+    scores: dict[int, float] = {}
+    verdicts: dict[int, bool] = {}
+    for found in weighted:
+        if found is None:
+            continue
+        doc_ids, weights = found
+        if allowed is None and not scores:
+            scores = dict(zip(doc_ids, weights, strict=True))  # 0.0 + weight is weight
+            continue
+        add = scores.get
+        for doc_id, weight in zip(doc_ids, weights, strict=True):
+            if allowed is not None:
+                verdict = verdicts.get(doc_id)
+                if verdict is None:
+                    verdict = verdicts[doc_id] = bool(allowed(doc_id))
+                if not verdict:
+                    continue
+            scores[doc_id] = add(doc_id, 0.0) + weight
+    return top_scores(scores, k)
+
+
+def term_weights(idf: float, k1: float, frequencies: Iterable[int], norms: Iterable[float]) -> list[float]:
+    """BM25 weight of a term in each document from its frequency there and the document's length norm
+    (k1 * (1 - b + b * dl / avgdl)); the one formula both indexes use."""
+    k1_plus_one = k1 + 1
+    return [
+        idf * frequency * k1_plus_one / (frequency + norm)
+        for frequency, norm in zip(frequencies, norms, strict=True)
+    ]
+
+
+def length_norm(k1: float, b: float, avgdl: float, doc_length: int) -> float:
+    return k1 * (1 - b + b * doc_length / (avgdl or 1.0))
 
 
 def top_scores(scores: dict[int, float], k: int) -> list[tuple[int, float]]:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: postings and vectors read by range (termindex, denselists)
 MANIFEST_FILE = "manifest.json"
 
 
@@ -75,6 +75,7 @@ class DataFiles:
     encoder: str = ""
     vocab: str = ""
     char_classes: str = ""
+    dense: str = ""  # the dense directory (readingroom_core.denselists); `vectors` is the HNSW file
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}

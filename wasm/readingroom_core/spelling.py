@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from readingroom_core.analysis import analyze
-from readingroom_core.bm25 import BM25Index
 from readingroom_core.querysyntax import field_spans
+from readingroom_core.termindex import TermIndex
 
 _WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
 SPELLED_CANDIDATES = 3  # nearest stems spelt out (each may read up to five paper text files)
@@ -30,7 +30,7 @@ def _analysed(word: str) -> tuple[str, ...]:
 class Speller:
     """Suggestions for one site: its postings say which words exist, its passages how they are spelt."""
 
-    def __init__(self, bm25: BM25Index, chunk_text: Callable[[int], str]) -> None:
+    def __init__(self, bm25: TermIndex, chunk_text: Callable[[int], str]) -> None:
         self._bm25 = bm25
         self._chunk_text = chunk_text
         # (term, typed word) -> suggestion: a visitor refining a query types the same word again
@@ -82,10 +82,9 @@ class Speller:
 
     def _spellings(self, term: str) -> set[str]:
         """Words that analyse to `term` in up to five passages holding it, spread over the corpus."""
-        found = self._bm25.postings(term)
-        if found is None:
+        doc_ids = self._bm25.doc_ids(term)
+        if not doc_ids:
             return set()
-        doc_ids, _ = found
         words: set[str] = set()
         for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
             words.update(

@@ -3,12 +3,14 @@
 // Every file comes from the site's own origin. Messages and the Python boundary: protocol.js.
 //
 // Every data file is checked against the sha256 the manifest gives it before it is used (Web Crypto for
-// the files fetched at start, the core's hashlib for paper texts read later, synchronously): a damaged
-// or tampered file must fail loudly, never give silent garbage. Errors reach the page as one line; the
+// the files fetched at start, the core's hashlib for paper texts read later, synchronously); the index
+// files a query reads by range are checked block by block by the core (readingroom_core/ranges.py)
+// against the directories the manifest checked: a damaged or tampered file must fail loudly, never give
+// silent garbage. Errors reach the page as one line; the
 // details (a Python traceback, say) go to the console only.
 
 import { Checksums, GZIP, Progress, loadManifest } from "./download.js";
-import { Encoder, rowProducts } from "./embedding.js";
+import { Encoder } from "./embedding.js";
 import { countModules, fetchSnapshot, pythonFiles, startPython } from "./python_start.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
@@ -103,11 +105,37 @@ function readSync(path) {
   return bytes;
 }
 
+// Ranges of the index files, as the core asks for them (a query term's dictionary block and postings, a
+// coarse list's codes, the rows it rescores), synchronously like readSync. The Range header makes the
+// browser ask for identity encoding, so the bytes are the file's own; a host that ignores Range answers
+// 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a preload of these
+// files: an unranged copy may come gzipped and sit in the cache.
+const wholeFiles = new Map(); // site path -> the whole file, from a host that ignored Range
+/** @param {string} path @param {number} start @param {number} end (exclusive) @returns {Uint8Array} */
+function readRangeSync(path, start, end) {
+  const whole = wholeFiles.get(path);
+  if (whole) return whole.subarray(start, end);
+  const request = new XMLHttpRequest();
+  request.open("GET", config.base + path, false);
+  request.responseType = "arraybuffer";
+  request.setRequestHeader("Range", `bytes=${start}-${end - 1}`);
+  request.send();
+  if (request.status !== 200 && request.status !== 206) {
+    throw new Error(`${path} bytes ${start}-${end}: HTTP ${request.status}`);
+  }
+  progress.count("index", request.response.byteLength);
+  const bytes = new Uint8Array(request.response);
+  if (request.status === 206) return bytes;
+  wholeFiles.set(path, bytes);
+  return bytes.subarray(start, end);
+}
+
 // Everything downloads from the start, keyword search's files first: Python and its snapshot, the
-// manifest and the keyword index; the encoder, ONNX Runtime and the vectors as soon as those are in
-// (or keyword search is up), so that on a slow line they never share its bandwidth. ONNX Runtime starts
-// in the encoder's worker (encoder.js): its downloads while Python boots here, its session while this
-// worker reads the vectors.
+// manifest, the papers, the chunk table and the postings directory; the encoder, ONNX Runtime and the
+// dense directory as soon as those are in (or keyword search is up), so that on a slow line they never
+// share its bandwidth. ONNX Runtime starts in the encoder's worker (encoder.js): its downloads while
+// Python boots here, its session while this worker reads the dense directory. The rest of the index
+// is read by range as queries need it (readRangeSync).
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -139,7 +167,7 @@ async function start() {
   self.fetch = nativeFetch;
   python.forget();
   setStage("Starting keyword search");
-  site = core.open_site(readSync, (await manifest).text);
+  site = core.open_site(readSync, (await manifest).text, readRangeSync);
   mark("keyword_ready");
   encoder.post({ type: "session" }); // not before: Python's boot would share its core
   keyword.resolve();
@@ -151,14 +179,13 @@ async function start() {
 async function startSemantic(files) {
   encoder.post({ type: "go" });
   const semanticFiles = Promise.all([
-    prefetch(files.vectors, "vectors"),
+    prefetch(files.dense, "vectors"),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
   ]);
   await Promise.all([semanticFiles, keyword.promise]);
   mark("semantic_data_fetched");
-  site.load_semantic(); // also checks the graph's structure (readingroom_core/hnsw.py check_graph)
-  const typedRowProducts = useTypedRowProducts();
+  site.load_semantic(); // the dense directory: the lists and rows a query needs are read by range
   mark("vectors_loaded");
   const { checksums_ms } = await encoder.started;
   semanticReady = true;
@@ -166,19 +193,7 @@ async function startSemantic(files) {
   progress.stop();
   setStage("ready");
   const checked = checksums.ms + checksums_ms;
-  post({ type: "ready", which: "semantic", checksums_ms: checked, row_products: typedRowProducts });
-}
-
-// Whether the typed-array products are in use; if the core refuses them (it checks them against its own),
-// the search stays correct with Python's, only slower.
-function useTypedRowProducts() {
-  try {
-    site.use_row_products(rowProducts(site.vector_rows()));
-    return true;
-  } catch (error) {
-    console.error("The HNSW search computes its dot products in Python:", error);
-    return false;
-  }
+  post({ type: "ready", which: "semantic", checksums_ms: checked });
 }
 
 function semanticFailed(error) {
