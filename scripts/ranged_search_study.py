@@ -29,7 +29,15 @@ from readingroom_core.querysyntax import embedding_text  # noqa: E402
 
 K = 10
 PREFIXES = (256, 512, 1024, 2048, 4096)
-DENSE_BOUNDS = ((16, 100), (24, 100), (32, 50), (32, 100), (32, 200), (0, 100), (0, 200))  # (probes, rescore)
+DENSE_BOUNDS = (
+    (2048, 100),
+    (3072, 100),
+    (3072, 200),
+    (4096, 100),
+    (4096, 200),
+    (6144, 200),
+    (0, 200),
+)  # (scan, rescore)
 
 
 def first_sight(site_dir: Path, run) -> tuple[list, int, int]:
@@ -66,18 +74,18 @@ def keyword_study(site_dir: Path, queries: list[str]) -> list[dict]:
 def dense_study(site_dir: Path, vectors: list[list[float]]) -> list[dict]:
     exact = [first_sight(site_dir, lambda e, v=v: e.load_vectors().search(v, K, 0, 0))[0] for v in vectors]
     rows = []
-    for probes, rescore in DENSE_BOUNDS:
+    for scan, rescore in DENSE_BOUNDS:
         recalls, sizes, requests = [], [], []
         for vector, truth in zip(vectors, exact, strict=True):
             found, size, count = first_sight(
-                site_dir, lambda e, v=vector, p=probes, r=rescore: e.load_vectors().search(v, K, p, r)
+                site_dir, lambda e, v=vector, s=scan, r=rescore: e.load_vectors().search(v, K, s, r)
             )
             recalls.append(len({d for d, _ in truth} & {d for d, _ in found}) / K)
             sizes.append(size)
             requests.append(count)
         rows.append(
             summary(
-                {"probes": probes, "rescore": rescore, "recall@10": statistics.mean(recalls)}, sizes, requests
+                {"scan": scan, "rescore": rescore, "recall@10": statistics.mean(recalls)}, sizes, requests
             )
         )
     return rows

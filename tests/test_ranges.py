@@ -192,7 +192,7 @@ def queries_near(written, count: int = 20) -> list[np.ndarray]:
 def test_every_list_and_row_read_is_the_exact_int8_scan(written):
     index = dense_index(written)
     for query in queries_near(written, 5):
-        found = index.search(query.tolist(), 10, probes=0, rescore=0)
+        found = index.search(query.tolist(), 10, scan=0, rescore=0)
         assert [doc for doc, _ in found] == exact_int8(written, query, 10)
 
 
@@ -201,22 +201,22 @@ def test_codes_and_rescoring_keep_recall_and_read_a_fraction_of_the_rows(written
     recalls = []
     index = dense_index(written)
     for query in queries_near(written):
-        bounded = index.search(query.tolist(), 10, probes=8, rescore=50)
+        bounded = index.search(query.tolist(), 10, scan=400, rescore=50)
         recalls.append(len({doc for doc, _ in bounded} & set(exact_int8(written, query, 10))) / 10)
     assert np.mean(recalls) >= 0.9
     fresh = dense_index(written)
-    fresh.search(queries_near(written)[0].tolist(), 10, probes=8, rescore=50)
+    fresh.search(queries_near(written)[0].tolist(), 10, scan=400, rescore=50)
     rows_file = (
         (root / read_dense_directory((root / built.roles["dense"]).read_bytes()).rows_file).stat().st_size
     )
     assert fresh._reader.bytes_read < 0.25 * rows_file
 
 
-def test_a_filter_probes_more_lists_until_enough_passages_are_allowed(written):
+def test_a_filter_scans_more_lists_until_enough_passages_are_allowed(written):
     index = dense_index(written)
     allowed = set(range(0, DOCS, 97))  # 16 passages scattered over the lists
     found = index.search(
-        queries_near(written)[0].tolist(), 10, probes=2, rescore=20, allowed=allowed.__contains__
+        queries_near(written)[0].tolist(), 10, scan=80, rescore=20, allowed=allowed.__contains__
     )
     assert len(found) == 10 and {doc for doc, _ in found} <= allowed
 
@@ -229,7 +229,7 @@ def test_damaged_dense_files_are_refused(written, tmp_path, damaged_file):
         (tmp_path / path).write_bytes(bytes(reversed(data)) if damaged_file in path else data)
     index = dense_index((tmp_path, built), folder_range_reader(tmp_path))
     with pytest.raises(DamagedData, match=f"{damaged_file}.bin bytes .* do not match their checksum"):
-        index.search(queries_near(written)[0].tolist(), 10, probes=0)
+        index.search(queries_near(written)[0].tolist(), 10, scan=0)
 
 
 def _sha(data: bytes) -> str:

@@ -343,7 +343,7 @@ def effective_settings(settings: EvalSettings) -> dict:
         "dense_weight": options.dense_weight,
         "rrf_k": options.rrf_k,
         "postings_prefix": options.postings_prefix,
-        "probes": options.probes,
+        "scan": options.scan,
         "rescore": options.rescore,
         "ignore_identical_ids": settings.ignore_identical_ids,
         "query_encoder": settings.query_encoder,

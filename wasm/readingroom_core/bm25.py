@@ -1,36 +1,29 @@
-"""BM25 postings: their record and file (written by the build, read by CPython and Pyodide alike) and the
-scorer over them.
+"""BM25: the postings a build computes (`Postings`, from `analysis.analyze`, the code that analyses
+queries), the one weight formula, and an in-memory scorer over them.
 
-The postings file (short keys keep it small; all numbers are JSON ints except the parameters):
-
-    {"v": FORMAT_VERSION, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length,
-     "dl": [length of doc 0, ...], "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
-
-Doc ids are chunk positions 0..N-1; the first delta is the first id. Term frequencies are left out when
-all are 1, which is most rare terms.
+The site stores the postings by range (`termindex`); `BM25Index` scores every posting in memory, the
+exhaustive reference the ranged index is measured against. Doc ids are chunk positions 0..N-1; a term's
+entry is [doc id deltas] or [doc id deltas, term frequencies] (frequencies left out when all are 1).
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from readingroom_core.analysis import analyze
-from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 Entry = list[list[int]]  # one term's postings as stored: [deltas] or [deltas, frequencies]
 
 
 @dataclass(frozen=True)
 class Postings:
-    """The postings file: the BM25 parameters, every document's length and every term's entry."""
+    """The BM25 parameters, every document's length and every term's entry (what `termindex` stores)."""
 
     k1: float
     b: float
@@ -41,24 +34,6 @@ class Postings:
     @property
     def n(self) -> int:
         return len(self.doc_lengths)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "v": FORMAT_VERSION,
-            "n": self.n,
-            "k1": self.k1,
-            "b": self.b,
-            "avgdl": self.avgdl,
-            "dl": self.doc_lengths,
-            "t": self.terms,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Postings:
-        postings = cls(data["k1"], data["b"], data["avgdl"], data["dl"], data["t"])
-        if postings.n != data["n"]:
-            raise ValueError(f"the postings list {postings.n} document lengths for {data['n']} documents")
-        return postings
 
 
 def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> Postings:
@@ -86,17 +61,6 @@ def encode_entry(postings: list[tuple[int, int]]) -> Entry:
     deltas = [doc_ids[0]] + [later - earlier for earlier, later in zip(doc_ids, doc_ids[1:], strict=False)]
     frequencies = [frequency for _, frequency in postings]
     return [deltas] if all(frequency == 1 for frequency in frequencies) else [deltas, frequencies]
-
-
-def postings_bytes(postings: Postings) -> bytes:
-    """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
-    return json.dumps(postings.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False).encode(
-        "ascii"
-    )
-
-
-def read_postings(data: bytes | str, what: str = "postings") -> Postings:
-    return Postings.from_json(load_versioned(data, what))
 
 
 def decode_entry(entry: Entry) -> tuple[list[int], list[int]]:

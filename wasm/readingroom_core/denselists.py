@@ -12,7 +12,7 @@ sqrt(N) lists) and writes three files:
   bytes, bit i = component i > 0), and the first 16 bytes of the sha256 of each block of R int8 rows;
 - the rows file: the int8 rows (the very rows of the HNSW file) in list order, slot s at s * dims.
 
-A query scores the centroids, reads the `probes` nearest lists, ranks their codes by their product with
+A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their codes by their product with
 the query (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
 cosine the HNSW reader computes (`hnsw.py`: the query held as 15-bit integers). With every list probed
 and every row rescored, the search is exact over the int8 rows.
@@ -34,10 +34,12 @@ from readingroom_core.ranges import Block, BlockReader
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 ROW_SHA_BYTES = 16  # per block of rows: 128 bits of its sha256, inside the checked list
-# Lists probed and code-ranked rows rescored per query; 0 is all. Chosen on the 112-paper site's tuning
-# questions (recall@10 against the exact int8 scan in docs/measurements; scripts/bench_scale.py).
-DEFAULT_PROBES = 32
-DEFAULT_RESCORE = 100
+# Rows whose codes a query scores (the nearest lists until they hold this many) and rows it rescores;
+# 0 is all. A budget in rows, not lists, so the bytes a query reads do not grow with the list count
+# (lists hold ~sqrt(N) rows). Chosen on the 112-paper site's tuning questions
+# (scripts/ranged_search_study.py: recall@10 against the exact int8 scan).
+DEFAULT_SCAN = 4096
+DEFAULT_RESCORE = 200
 # Rows this close are read in one request, the bytes between thrown away; lists likewise (the build
 # chains similar lists side by side).
 ROW_GAP_BYTES = 4096
@@ -152,15 +154,22 @@ class DenseLists:
         self._centroid_norms = [1 / math.sqrt(dot(row, row)) if any(row) else 0.0 for row in self._centroids]
         self._lists: dict[int, ListData] = {}
 
-    def nearest_lists(self, fine: Sequence[int], probes: int) -> list[int]:
-        """The `probes` lists whose centroids are closest in cosine (0: every list), nearest first."""
+    def nearest_lists(self, fine: Sequence[int], scan: int) -> list[int]:
+        """The lists whose centroids are closest in cosine, nearest first, until they hold `scan` rows
+        (0: every list)."""
         count = len(self._centroids)
-        if probes <= 0 or probes >= count:
+        if scan <= 0 or scan >= self.size:
             return list(range(count))
         scores = [
             dot(fine, row) * norm for row, norm in zip(self._centroids, self._centroid_norms, strict=True)
         ]
-        return heapq.nsmallest(probes, range(count), key=lambda i: (-scores[i], i))
+        chosen, rows = [], 0
+        for number in sorted(range(count), key=lambda i: (-scores[i], i)):
+            chosen.append(number)
+            rows += self.directory.lists[number].count
+            if rows >= scan:
+                break
+        return chosen
 
     def _read_lists(self, numbers: Sequence[int]) -> list[ListData]:
         wanted = [n for n in numbers if n not in self._lists]
@@ -189,25 +198,24 @@ class DenseLists:
         self,
         query: Sequence[float],
         limit: int,
-        probes: int = DEFAULT_PROBES,
+        scan: int = DEFAULT_SCAN,
         rescore: int = DEFAULT_RESCORE,
         allowed: Callable[[int], bool] | None = None,
     ) -> list[tuple[int, float]]:
-        """Nearest `limit` (doc id, cosine) among the allowed; more lists are probed while too few are allowed."""
+        """Nearest `limit` (doc id, cosine) among the allowed; more rows are scanned while too few are allowed."""
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
         fine = fine_query(query)
-        lists = len(self.directory.lists)
         while True:
-            found = self._search(fine, limit, probes, rescore, allowed)
-            if len(found) >= limit or probes <= 0 or probes >= lists:
+            found = self._search(fine, limit, scan, rescore, allowed)
+            if len(found) >= limit or scan <= 0 or scan >= self.size:
                 return found
-            probes *= 2
+            scan *= 2
 
     def _search(
-        self, fine: list[int], limit: int, probes: int, rescore: int, allowed: Callable[[int], bool] | None
+        self, fine: list[int], limit: int, scan: int, rescore: int, allowed: Callable[[int], bool] | None
     ) -> list[tuple[int, float]]:
-        numbers = self.nearest_lists(fine, probes)
+        numbers = self.nearest_lists(fine, scan)
         score = code_scorer(fine)
         ranked = []  # (minus the code's score, doc id, list number, position in the list)
         for number, data in zip(numbers, self._read_lists(numbers), strict=True):

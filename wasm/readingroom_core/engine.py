@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from readingroom_core.analysis import contains_phrase
-from readingroom_core.denselists import DEFAULT_PROBES, DEFAULT_RESCORE, DenseLists, read_dense_directory
+from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
 from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
 from readingroom_core.fusion import (
     Fused,
@@ -83,9 +83,10 @@ class SearchOptions:
     per_section: int = 3  # most chunks of one (paper, section) in the top k
     per_page: int = 1  # most chunks citing one page of a paper (a chunk cites every page it spans)
     # The ranged indexes' bounds (0 = read everything, the exhaustive search the bounds are measured
-    # against): postings read per query term (termindex), coarse lists probed and rows rescored (denselists).
+    # against): postings read per query term (termindex), rows whose codes are scored and rows rescored
+    # (denselists).
     postings_prefix: int = DEFAULT_PREFIX
-    probes: int = DEFAULT_PROBES
+    scan: int = DEFAULT_SCAN
     rescore: int = DEFAULT_RESCORE
     filters: Filters = field(default_factory=Filters)
 
@@ -132,8 +133,8 @@ def check_options(options: SearchOptions) -> None:
         )
     if options.k < 0 or options.candidates < 1 or options.rrf_k < 0:
         raise ValueError("k must be >= 0, candidates >= 1, rrf_k >= 0")
-    if min(options.postings_prefix, options.probes, options.rescore) < 0:
-        raise ValueError("postings_prefix, probes and rescore must be >= 0 (0 = all)")
+    if min(options.postings_prefix, options.scan, options.rescore) < 0:
+        raise ValueError("postings_prefix, scan and rescore must be >= 0 (0 = all)")
     if min(options.per_paper, options.per_section, options.per_page) < 0:
         raise ValueError("per_paper, per_section and per_page must be >= 0 (0 = unlimited)")
 
@@ -349,7 +350,7 @@ class SearchEngine:
     ) -> Ranking:
         """Nearest chunks as (doc id, cosine similarity), best first, among the allowed ones."""
         return self.load_vectors().search(
-            query_vector, limit, options.probes, options.rescore, allowed.test if allowed else None
+            query_vector, limit, options.scan, options.rescore, allowed.test if allowed else None
         )
 
     def _fuse(self, rankings: dict[str, Ranking], options: SearchOptions) -> list[Fused]:
