@@ -89,6 +89,28 @@ def test_adjacent_blocks_travel_together_and_are_read_once(tmp_path):
     assert gapped.requests == 2 and gapped.bytes_read == 70  # 120..130 fetched and thrown away
 
 
+def test_a_batch_is_announced_whole_before_any_range_is_read(tmp_path):
+    """The worker fetches an announced batch in parallel, then runs the step again (worker.js ranged)."""
+    data = bytes(range(256))
+    (tmp_path / "f.bin").write_bytes(data)
+    fetched: set[tuple[str, int, int]] = set()
+    ranges = CountingRanges(tmp_path)
+
+    def announce(batch):
+        missing = [r for r in batch if r not in fetched]
+        if missing:
+            fetched.update(missing)  # what the worker's parallel fetch would bring
+            raise RuntimeError(f"{len(missing)} ranges to fetch")
+
+    reader = BlockReader(ranges, announce)
+    blocks = [Block("f.bin", a, b, _sha(data[a:b])) for a, b in ((0, 10), (10, 30), (100, 120))]
+    with pytest.raises(RuntimeError, match="2 ranges to fetch"):
+        reader.read(blocks)
+    assert ranges.asked == []  # nothing read before the whole batch is in
+    assert reader.read(blocks) == [data[b.start : b.end] for b in blocks]  # the step, run again
+    assert ranges.asked == [("f.bin", 0, 30), ("f.bin", 100, 120)] == sorted(fetched)
+
+
 def test_a_block_that_does_not_match_its_checksum_is_refused_in_one_line(tmp_path):
     (tmp_path / "f.bin").write_bytes(b"0123456789")
     reader = BlockReader(folder_range_reader(tmp_path))

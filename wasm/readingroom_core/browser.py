@@ -90,17 +90,25 @@ def open_folder(site_dir: str | os.PathLike[str]) -> Site:
 
 
 def open_site(
-    read: Reader, manifest_text: str | bytes | None = None, read_range: RangeRead | None = None
+    read: Reader,
+    manifest_text: str | bytes | None = None,
+    read_range: RangeRead | None = None,
+    announce: Callable[[str], Any] | None = None,
 ) -> Site:
     """A site from its readers (whole files, and ranges of them); `manifest_text` when the caller has
-    fetched the manifest already. Without `read_range` ranges are sliced from whole files."""
+    fetched the manifest already. Without `read_range` ranges are sliced from whole files; `announce`
+    (the worker's) hears every batch of ranges before it is read, as JSON [[path, start, end], ...]
+    (`ranges.Announce`)."""
     if manifest_text is None:
         manifest_text = as_bytes(read(MANIFEST_FILE))
     manifest = read_manifest(manifest_text)
     ranged = None
     if read_range is not None:
         ranged = lambda path, start, end: as_bytes(read_range(path, start, end))  # noqa: E731
-    return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path)), ranged))
+    heard = None
+    if announce is not None:
+        heard = lambda ranges: announce(json.dumps(ranges))  # noqa: E731  (JSON: no proxies to free)
+    return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path)), ranged, heard))
 
 
 def hit_json(hit: Hit, paper: PaperRecord) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from readingroom_core.fusion import (
 )
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, parse_search
-from readingroom_core.ranges import BlockReader, RangeRead, whole_file_ranges
+from readingroom_core.ranges import Announce, BlockReader, RangeRead, whole_file_ranges
 from readingroom_core.sitedata import (
     DataFiles,
     PaperText,
@@ -143,10 +143,16 @@ class SearchEngine:
     """One site's search; `read(path)` returns a data file's bytes and `read_range(path, start, end)` a
     range of one (disk in CPython, fetch in Pyodide; without it ranges are sliced from whole files)."""
 
-    def __init__(self, files: DataFiles, read: Reader, read_range: RangeRead | None = None) -> None:
+    def __init__(
+        self,
+        files: DataFiles,
+        read: Reader,
+        read_range: RangeRead | None = None,
+        announce: Announce | None = None,
+    ) -> None:
         self.files = files
         self.read = read
-        self.blocks = BlockReader(read_range or whole_file_ranges(read))
+        self.blocks = BlockReader(read_range or whole_file_ranges(read), announce)
         self.papers = read_papers(read(files.papers), files.papers)
         self.chunks = read_chunk_table(read(files.chunks), files.chunks)
         self.n_chunks = self.chunks.n

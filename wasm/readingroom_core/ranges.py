@@ -19,6 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
+# Told every range one read needs before any is read: the browser's worker fetches them all at once
+# (in parallel) and runs the step again; a reader over a folder needs no such notice.
+Announce = Callable[[list[tuple[str, int, int]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the oldest go (a long session must not grow without bound).
 CACHE_BYTES = 64 << 20
@@ -56,8 +59,9 @@ def check_block(block: Block, data: bytes) -> bytes:
 class BlockReader:
     """Checked blocks through one `read_range`; adjacent blocks of a file travel as one request."""
 
-    def __init__(self, read_range: RangeRead) -> None:
+    def __init__(self, read_range: RangeRead, announce: Announce | None = None) -> None:
         self._read_range = read_range
+        self._announce = announce
         self._cache: dict[Block, bytes] = {}
         self._cached_bytes = 0
         self.requests = 0
@@ -70,7 +74,10 @@ class BlockReader:
         """Each block's bytes, checked, in the order asked; blocks already read come from memory. Blocks
         of one file at most `gap` bytes apart are read in one request (the bytes between thrown away)."""
         missing = sorted({block for block in blocks if block not in self._cache}, key=_position)
-        for run in _runs(missing, gap):
+        runs = _runs(missing, gap)
+        if self._announce is not None and runs:
+            self._announce([(run[0].path, run[0].start, run[-1].end) for run in runs])
+        for run in runs:
             first, last = run[0], run[-1]
             data = self._read_range(first.path, first.start, last.end)
             self.requests += 1

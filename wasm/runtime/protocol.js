@@ -189,7 +189,7 @@
 /**
  * The module readingroom_core.browser.
  * @typedef {object} Core
- * @property {(read: (path: string) => Uint8Array, manifestText: string, readRange: (path: string, start: number, end: number) => Uint8Array) => Site} open_site
+ * @property {(read: (path: string) => Uint8Array, manifestText: string, readRange: (path: string, start: number, end: number) => Uint8Array, announce: (rangesJson: string) => void) => Site} open_site
  * @property {(data: Uint8Array) => Uint8Array} gunzipped
  * @property {(data: Uint8Array) => string} sha256_hex
  */
