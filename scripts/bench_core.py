@@ -32,7 +32,7 @@ load_onnxruntime_first()
 import numpy as np  # noqa: E402
 
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
-from builder.stages import index  # noqa: E402
+from builder.site.search_files import index_files, plain_name  # noqa: E402
 from readingroom_core import bm25 as postings  # noqa: E402
 from readingroom_core import sitedata  # noqa: E402
 
@@ -172,19 +172,13 @@ def make_synthetic_site(
                 categories=("cs.CL",),
             )
         )
-    files = sitedata.DataFiles(
-        papers="data/papers.json",
-        chunks="data/chunks.json",
-        postings="data/postings.json",
-        vectors="data/vectors.usearch",
-    )
+    built = index_files(synthetic_postings(samples, distinct), synthetic_vectors(rows, size, rng), plain_name)
+    files = sitedata.DataFiles(papers="data/papers.json", chunks="data/chunks.json", **built.roles)
     write_file(out / files.papers, sitedata.papers_bytes(papers))
     table = sitedata.ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
     write_file(out / files.chunks, sitedata.chunk_table_bytes(table))
-    write_file(out / files.postings, postings.postings_bytes(synthetic_postings(samples, distinct)))
-    index.write_index(
-        out / files.vectors, np.arange(size, dtype=np.uint64), synthetic_vectors(rows, size, rng)
-    )
+    for path, data in built.files.items():
+        write_file(out / path, data)
     manifest = replace(
         real,
         title=f"Synthetic site: {size} chunks, seed {SEED}",

@@ -10,11 +10,10 @@ from readingroom_core.bm25 import (
     build_postings,
     decode_entry,
     encode_entry,
-    postings_bytes,
-    read_postings,
 )
 from readingroom_core.querysyntax import parse_query
 from readingroom_core.sitedata import FORMAT_VERSION
+from readingroom_core.termindex import TermLayout, read_term_directory
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",
@@ -160,33 +159,24 @@ def test_postings_encode_deltas_and_omit_all_one_frequencies():
 
 
 def test_postings_hold_what_scoring_needs(postings):
-    stored = json.loads(postings_bytes(postings))
-    assert stored["v"] == FORMAT_VERSION and stored["n"] == postings.n == len(CORPUS)
-    assert postings.doc_lengths == stored["dl"] == [len(analyze(doc)) for doc in CORPUS]
-    assert postings.avgdl == stored["avgdl"] == pytest.approx(sum(postings.doc_lengths) / len(CORPUS))
+    assert postings.n == len(CORPUS)
+    assert postings.doc_lengths == [len(analyze(doc)) for doc in CORPUS]
+    assert postings.avgdl == pytest.approx(sum(postings.doc_lengths) / len(CORPUS))
     assert decode_entry(postings.terms["dropout"]) == ([4, 30], [1, 1])
 
 
-def test_json_round_trip_keeps_scores(postings):
-    loaded = read_postings(postings_bytes(postings))
-    assert loaded == postings
-    assert postings_bytes(loaded) == postings_bytes(postings)
-    for query in QUERIES:
-        terms = parse_query(query).terms
-        assert BM25Index(loaded).search(terms, k=10) == BM25Index(postings).search(terms, k=10)
+def test_the_ranged_files_are_deterministic_and_compact():
+    first, second = TermLayout(build_postings(CORPUS)), TermLayout(build_postings(list(CORPUS)))
+    assert (first.terms_bytes, first.pages_bytes) == (second.terms_bytes, second.pages_bytes)
+    directory = first.directory_bytes("data/terms.json", "data/pages.bin")
+    assert directory == second.directory_bytes("data/terms.json", "data/pages.bin")
+    assert b" " not in directory and b"\n" not in directory
 
 
-def test_bytes_are_deterministic_and_compact():
-    first = postings_bytes(build_postings(CORPUS))
-    assert first == postings_bytes(build_postings(list(CORPUS)))
-    text = first.decode("ascii")
-    assert " " not in text and "\n" not in text
-    assert list(json.loads(text)) == sorted(json.loads(text))
-
-
-def test_reader_refuses_an_unknown_format(postings):
+def test_the_directory_reader_refuses_an_unknown_format():
+    data = json.loads(TermLayout(build_postings(CORPUS)).directory_bytes("t", "p"))
     with pytest.raises(ValueError, match="format"):
-        read_postings(json.dumps({**postings.to_json(), "v": 2}))
+        read_term_directory(json.dumps({**data, "v": FORMAT_VERSION + 1}))
 
 
 def test_empty_corpus_finds_nothing():

@@ -89,46 +89,6 @@ def test_a_vector_handed_over_as_float32_bytes_gives_the_dense_ranking(site, bui
     assert search(site, list(vector), query=QUERY, k=10, mode="dense") == reply  # CPython's lists alike
 
 
-def typed_row_products(rows: bytes, calls: list[array], error: int = 0):
-    """What embedding.js's rowProducts does, in Python: 32-bit integer buffers in and out."""
-
-    def bind(query: array):
-        signed = memoryview(rows).cast("b")
-        fine = query.tolist()
-
-        def products(slots: array) -> array:
-            calls.append(slots)
-            sums = [sum(q * signed[slot * len(fine) + i] for i, q in enumerate(fine)) for slot in slots]
-            return array("i", [total + error for total in sums])
-
-        return products
-
-    return bind
-
-
-def test_row_products_from_the_worker_leave_the_replies_as_they_were(built_sites):
-    read = folder_reader(built_sites.second)
-    plain, helped = (open_site(read, read("manifest.json").decode("utf-8")) for _ in range(2))
-    plain.load_semantic()
-    helped.load_semantic()
-    calls: list[array] = []
-    helped.use_row_products(typed_row_products(helped.vector_rows(), calls))
-    calls.clear()
-    vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0])
-    for mode in ("dense", "hybrid"):
-        request = {"query": QUERY, "k": 10, "mode": mode}
-        assert search(helped, vector, **request) == search(plain, vector, **request)
-    assert calls and all(slots.typecode == "i" for slots in calls)
-
-
-def test_row_products_that_are_wrong_are_refused(built_sites):
-    read = folder_reader(built_sites.second)
-    site = open_site(read, read("manifest.json").decode("utf-8"))
-    site.load_semantic()
-    with pytest.raises(ValueError, match="disagree with Python's"):
-        site.use_row_products(typed_row_products(site.vector_rows(), [], error=-1))
-
-
 def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(built_sites):
     """worker.js: prepare(request) while the encoder embeds, read the papers it names, search(id, vector)."""
     read = folder_reader(built_sites.second)

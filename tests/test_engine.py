@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import readingroom_core
-from builder.stages.index import write_index
+from builder.site.search_files import plain_name, search_index_files
 from readingroom_core import filters as filters_module
-from readingroom_core.bm25 import build_postings, postings_bytes
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.querysyntax import QuerySyntaxError
@@ -244,14 +243,13 @@ def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
     table = ChunkTable.from_rows(
         (1 + doc_id % 4, 1 + doc_id % 4 + doc_id % 2, title) for doc_id, (_, title, _) in enumerate(passages)
     )
-    write_index(root / "data/vectors.usearch", np.arange(len(passages)), vectors)
+    index = search_index_files([t for _, _, t in passages], vectors, name=plain_name)
+    for path, data in index.files.items():
+        _write(root, path, data)
     return DataFiles(
         papers=_write(root, "data/papers.json", papers_bytes(papers)),
         chunks=_write(root, "data/chunks.json", chunk_table_bytes(table)),
-        postings=_write(
-            root, "data/postings.json", postings_bytes(build_postings([t for _, _, t in passages]))
-        ),
-        vectors="data/vectors.usearch",
+        **index.roles,
     )
 
 
@@ -314,7 +312,7 @@ def test_keyword_search_works_before_the_vectors_are_loaded(engine, reader):
     assert hits[0].arxiv_id == "1904.00303"
     assert hits[0].ranks == {"bm25": 1, "dense": None}
     assert not engine.vectors_loaded
-    assert "data/vectors.usearch" not in reader.paths
+    assert not any(path.startswith("data/dense") for path in reader.paths)
 
 
 def test_hit_fields_come_from_the_site_files(engine):
@@ -408,8 +406,7 @@ def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkey
     )
     assert len(exact) == 5 and {hit.arxiv_id for hit in exact} <= {"2210.00404", "2303.00505"}
     assert [hit.doc_id for hit in fetched] == [hit.doc_id for hit in exact]
-    # the graph walk scores a query rounded to 15-bit integers (cosine error <= 5e-6, see hnsw.py)
-    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact], abs=1e-5)
+    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact], abs=1e-12)
 
 
 def test_modes(engine, encoder):

@@ -15,7 +15,8 @@ from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION
 from readingroom_core import sitedata
 from readingroom_core.analysis import analyze
-from readingroom_core.bm25 import BM25Index, Postings
+from readingroom_core.browser import open_folder
+from readingroom_core.termindex import PAGE_ENTRIES
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +92,11 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
         analyze(context_prefix(paper["title"], section, counter, ChunkSettings()) + "\n" + text)
         for paper, section, text in site_chunks(out, manifest)
     ]
-    assert postings["dl"] == [len(d) for d in docs]
     frequencies = [Counter(d) for d in docs]
     avgdl = sum(len(d) for d in docs) / len(docs)
+    assert postings["n"] == len(docs) and postings["avgdl"] == pytest.approx(avgdl)
     k1, b = postings["k1"], postings["b"]
-    engine = BM25Index(Postings.from_json(postings))
+    engine = open_folder(out).engine.keyword_index
     for query in ["knowledge distillation of BERT", "passages retrieved for the reader", "triple loss"]:
         terms = list(dict.fromkeys(analyze(query)))
         expected = {}
@@ -110,7 +111,8 @@ def test_postings_reproduce_independently_computed_bm25(site, model_dir):
                     )
             if score:
                 expected[doc] = score
-        got = dict(engine.search(terms, k=len(docs)))
+        got = dict(engine.search(terms, k=len(docs), prefix=0))
+        assert dict(engine.search(terms, k=len(docs), prefix=PAGE_ENTRIES)) == got  # a few docs: all read
         assert got.keys() == expected.keys()
         assert all(abs(got[d] - expected[d]) < 1e-9 for d in got)
 

@@ -10,7 +10,6 @@ import gzip
 import hashlib
 import json
 import shutil
-import struct
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
-from readingroom_core.hnsw import UsearchFile
 
 pytestmark = pytest.mark.browser
 
@@ -76,20 +74,16 @@ def flip_middle_byte(data: bytes) -> bytes:
     return bytes(block)
 
 
-def scramble_rows(data: bytes) -> bytes:
-    rows, row_bytes = struct.unpack_from("<II", data, 0)
-    block = bytearray(data)
-    block[8 : 8 + rows * row_bytes] = bytes(reversed(block[8 : 8 + rows * row_bytes]))
-    return bytes(block)
+def reverse_middle(data: bytes) -> bytes:
+    """The middle half of the file reversed: every block there changes, the length stays."""
+    quarter = len(data) // 4
+    return data[:quarter] + data[quarter:-quarter][::-1] + data[-quarter:]
 
 
-def scramble_graph(data: bytes) -> bytes:
-    """Every node's base-level neighbour count set past its capacity: the lengths stay the same."""
-    index = UsearchFile(data)
-    block = bytearray(data)
-    for at in index._node_offsets:
-        struct.pack_into("<I", block, at + 10, 0xFFFF)
-    return bytes(block)
+def damage_ranged(site: Path, stem: str, change) -> None:
+    """Change a file read by range (no gzip copy; its blocks' checksums are in a directory)."""
+    (path,) = (site / "data").glob(f"{stem}.*.bin")
+    path.write_bytes(change(path.read_bytes()))
 
 
 class Visit:
@@ -159,9 +153,8 @@ def test_the_clean_site_checks_its_files_and_reports_the_cost(visit_tampered):
 @pytest.mark.parametrize(
     ("role", "change", "update_manifest", "why"),
     [
-        ("vectors", scramble_rows, False, "does not match its checksum in manifest.json"),
-        ("vectors", scramble_graph, False, "does not match its checksum in manifest.json"),
-        ("vectors", scramble_graph, True, "corrupted"),  # the checksum was forged: the graph check
+        ("dense", flip_middle_byte, False, "does not match its checksum in manifest.json"),
+        ("dense", lambda data: b'{"v": 1}', True, "format"),  # the checksum was forged: the format check
         ("encoder", lambda data: data[: len(data) // 2], False, "does not match its checksum"),
     ],
 )
@@ -175,8 +168,8 @@ def test_damaged_semantic_data_falls_back_to_keyword_search(
 @pytest.mark.parametrize(
     ("role", "change"),
     [
-        ("vectors", flip_middle_byte),
-        ("vectors", lambda data: data[: len(data) // 2]),
+        ("dense", flip_middle_byte),
+        ("dense", lambda data: data[: len(data) // 2]),
         ("vocab", flip_middle_byte),
     ],
 )
@@ -197,6 +190,29 @@ def assert_keyword_fallback(view, why: str) -> None:
     ) == ("Semantic search is unavailable on this site; use keyword or hybrid mode.")
     assert_no_traceback(line, results)
     assert any(why in message for message in view.console)  # the details are in the console
+
+
+@pytest.mark.parametrize("stem", ["dense-rows", "dense-lists"])
+def test_a_damaged_dense_file_read_by_range_turns_the_search_keyword_only(visit_tampered, stem):
+    view = visit_tampered(lambda site: damage_ranged(site, stem, reverse_middle))
+    status = view.settled()
+    assert status["semantic"]  # only the directories are read at start-up
+    results = view.search(QUERY)
+    assert "(keyword search)" in results and view.page.query_selector_all("#results .hit")
+    status = view.page.evaluate("readingRoom.status()")
+    assert not status["semantic"] and "do not match their checksum" in status["semantic_error"]
+    assert "\n" not in status["semantic_error"]
+    assert_no_traceback(results, status["semantic_error"])
+
+
+def test_damaged_postings_read_by_range_fail_the_search_in_one_line(visit_tampered):
+    view = visit_tampered(lambda site: damage_ranged(site, "postings-pages", reverse_middle))
+    view.settled()
+    results = view.search(QUERY)
+    assert (
+        "do not match their checksum; the site's data is damaged" in results and "\n" not in results.strip()
+    )
+    assert_no_traceback(results)
 
 
 def damage_snapshot(change):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,8 +174,7 @@ def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) 
 def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[DataFiles, dict[str, bytes]]:
     """(data files by role, {path: bytes}) of a site whose papers are the BEIR docs, one chunk each,
     written by the real build's writers."""
-    from builder.stages.index import write_index
-    from readingroom_core.bm25 import build_postings, postings_bytes
+    from builder.site.search_files import search_index_files
 
     texts = dataset.doc_texts
     files: dict[str, bytes] = {}
@@ -192,19 +190,13 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[DataFiles, di
         papers.append(
             PaperRecord(id=doc_id, title=title, first_chunk=doc_number, chunk_count=1, text=text_path)
         )
-    roles = DataFiles(
-        papers="data/papers.json",
-        chunks="data/chunks.json",
-        postings="data/postings.json",
-        vectors="data/vectors.usearch",
+    index = search_index_files(
+        texts, vectors, name=lambda folder, stem, suffix, _: f"{folder}/{stem}{suffix}"
     )
+    roles = DataFiles(papers="data/papers.json", chunks="data/chunks.json", **index.roles)
     files[roles.papers] = papers_bytes(papers)
     files[roles.chunks] = chunk_table_bytes(ChunkTable.from_rows([(1, 1, "")] * len(texts)))
-    files[roles.postings] = postings_bytes(build_postings(texts))
-    with tempfile.TemporaryDirectory(prefix="readingroom-beir-") as scratch:
-        index_path = Path(scratch) / "vectors.usearch"
-        write_index(index_path, np.arange(len(texts), dtype=np.uint64), vectors)
-        files[roles.vectors] = index_path.read_bytes()
+    files.update(index.files)
     return roles, files
 
 
@@ -350,7 +342,9 @@ def effective_settings(settings: EvalSettings) -> dict:
         "fusion": options.fusion,
         "dense_weight": options.dense_weight,
         "rrf_k": options.rrf_k,
-        "ef": options.ef,
+        "postings_prefix": options.postings_prefix,
+        "scan": options.scan,
+        "rescore": options.rescore,
         "ignore_identical_ids": settings.ignore_identical_ids,
         "query_encoder": settings.query_encoder,
     }

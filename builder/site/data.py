@@ -6,7 +6,6 @@ that names them (saved once render has added the runtime). Every record goes thr
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +16,11 @@ from builder.citation_graph import CitationGraph, graph_bytes, list_graph
 from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings, file_stem
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
-from builder.site.store import with_gzip, write_hashed
+from builder.site.search_files import search_index_files
+from builder.site.store import with_gzip, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
-from builder.stages.index import IndexParams, write_index
-from readingroom_core.bm25 import build_postings, postings_bytes
+from builder.stages.index import IndexParams
 from readingroom_core.navigation import short_names
 from readingroom_core.sitedata import (
     Artifact,
@@ -59,6 +58,7 @@ class SearchFiles:
     """The files search reads (papers, chunks, postings, vectors) by role, and how they were made."""
 
     files: dict[str, Artifact]
+    ranged: list[Artifact]  # read by range: listed with their checksums, never gzipped
     index: IndexParams
     bm25: Bm25Section
 
@@ -82,8 +82,10 @@ def write_site_data(
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
     files = {**search.files, **encoder_files}
-    for artifact in files.values():
-        artifacts += with_gzip(out_dir, artifact)
+    for role, artifact in files.items():
+        # the HNSW file is written for other tools; the site's search reads the dense lists instead
+        artifacts += [artifact] if role == "vectors" else with_gzip(out_dir, artifact)
+    artifacts += search.ranged
     files["graph"] = graph_file  # no gzip copy: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)
     manifest = make_manifest(
@@ -181,19 +183,18 @@ def paper_record(
 def write_search_files(
     out_dir: Path, records: list[PaperRecord], chunks: list[Chunk], vectors: np.ndarray
 ) -> SearchFiles:
-    """The papers file, the chunk table, the postings and the vector file (doc id = chunk position)."""
+    """The papers file, the chunk table and the index files (doc id = chunk position): the ranged ones
+    are listed as artifacts of their own (no gzip copy), the rest by role."""
     table = ChunkTable.from_rows((c.page_start, c.page_end, c.section) for c in chunks)
     files = {
         "papers": write_hashed(out_dir, "data", "papers", ".json", papers_bytes(records)),
         "chunks": write_hashed(out_dir, "data", "chunks", ".json", chunk_table_bytes(table)),
     }
-    postings = build_postings([c.indexed_text for c in chunks])
-    files["postings"] = write_hashed(out_dir, "data", "postings", ".json", postings_bytes(postings))
-    with tempfile.TemporaryDirectory(prefix="readingroom-index-") as scratch:
-        index_path = Path(scratch) / "vectors.usearch"
-        params = write_index(index_path, np.arange(len(chunks), dtype=np.uint64), vectors)
-        files["vectors"] = write_hashed(out_dir, "data", "vectors", ".usearch", index_path.read_bytes())
-    return SearchFiles(files, params, Bm25Section(postings.k1, postings.b, BM25_INDEXED))
+    index = search_index_files([c.indexed_text for c in chunks], vectors)
+    written = {path: write_plain(out_dir, path, data) for path, data in index.files.items()}
+    files.update({role: written[path] for role, path in index.roles.items()})
+    ranged = [written[path] for path in sorted(index.ranged)]
+    return SearchFiles(files, ranged, index.params, Bm25Section(index.k1, index.b, BM25_INDEXED))
 
 
 def write_query_encoder(

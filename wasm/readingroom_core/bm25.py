@@ -1,36 +1,29 @@
-"""BM25 postings: their record and file (written by the build, read by CPython and Pyodide alike) and the
-scorer over them.
+"""BM25: the postings a build computes (`Postings`, from `analysis.analyze`, the code that analyses
+queries), the one weight formula, and an in-memory scorer over them.
 
-The postings file (short keys keep it small; all numbers are JSON ints except the parameters):
-
-    {"v": FORMAT_VERSION, "n": N, "k1": 1.2, "b": 0.75, "avgdl": mean doc length,
-     "dl": [length of doc 0, ...], "t": {term: [doc id deltas] | [doc id deltas, term frequencies]}}
-
-Doc ids are chunk positions 0..N-1; the first delta is the first id. Term frequencies are left out when
-all are 1, which is most rare terms.
+The site stores the postings by range (`termindex`); `BM25Index` scores every posting in memory, the
+exhaustive reference the ranged index is measured against. Doc ids are chunk positions 0..N-1; a term's
+entry is [doc id deltas] or [doc id deltas, term frequencies] (frequencies left out when all are 1).
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from readingroom_core.analysis import analyze
-from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 Entry = list[list[int]]  # one term's postings as stored: [deltas] or [deltas, frequencies]
 
 
 @dataclass(frozen=True)
 class Postings:
-    """The postings file: the BM25 parameters, every document's length and every term's entry."""
+    """The BM25 parameters, every document's length and every term's entry (what `termindex` stores)."""
 
     k1: float
     b: float
@@ -41,24 +34,6 @@ class Postings:
     @property
     def n(self) -> int:
         return len(self.doc_lengths)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "v": FORMAT_VERSION,
-            "n": self.n,
-            "k1": self.k1,
-            "b": self.b,
-            "avgdl": self.avgdl,
-            "dl": self.doc_lengths,
-            "t": self.terms,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Postings:
-        postings = cls(data["k1"], data["b"], data["avgdl"], data["dl"], data["t"])
-        if postings.n != data["n"]:
-            raise ValueError(f"the postings list {postings.n} document lengths for {data['n']} documents")
-        return postings
 
 
 def build_postings(docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> Postings:
@@ -86,17 +61,6 @@ def encode_entry(postings: list[tuple[int, int]]) -> Entry:
     deltas = [doc_ids[0]] + [later - earlier for earlier, later in zip(doc_ids, doc_ids[1:], strict=False)]
     frequencies = [frequency for _, frequency in postings]
     return [deltas] if all(frequency == 1 for frequency in frequencies) else [deltas, frequencies]
-
-
-def postings_bytes(postings: Postings) -> bytes:
-    """Deterministic compact JSON: same index, same bytes, so rebuilds diff and cache cleanly."""
-    return json.dumps(postings.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False).encode(
-        "ascii"
-    )
-
-
-def read_postings(data: bytes | str, what: str = "postings") -> Postings:
-    return Postings.from_json(load_versioned(data, what))
 
 
 def decode_entry(entry: Entry) -> tuple[list[int], list[int]]:
@@ -127,8 +91,7 @@ class BM25Index:
         # far its terms by length with their lengths
         self._sorted_terms: list[str] | None = None
         self._by_initial: dict[str, tuple[list[int], list[str]]] = {}
-        average = self.avgdl or 1.0
-        self._length_norms = [self.k1 * (1 - self.b + self.b * dl / average) for dl in self.doc_lengths]
+        self._length_norms = [length_norm(self.k1, self.b, self.avgdl, dl) for dl in self.doc_lengths]
 
     def postings(self, term: str) -> tuple[list[int], list[int]] | None:
         """(doc ids, term frequencies) of `term`, or None when no document has it."""
@@ -171,15 +134,8 @@ class BM25Index:
             if found is not None:
                 doc_ids, frequencies = found
                 idf = lucene_idf(self.n_docs, len(doc_ids))
-                k1_plus_one = self.k1 + 1
-                norms = self._length_norms
-                cached = (
-                    doc_ids,
-                    [
-                        idf * frequency * k1_plus_one / (frequency + norms[doc_id])
-                        for doc_id, frequency in zip(doc_ids, frequencies, strict=True)
-                    ],
-                )
+                norms = [self._length_norms[doc_id] for doc_id in doc_ids]
+                cached = (doc_ids, term_weights(idf, self.k1, frequencies, norms))
             self._weights[term] = cached
         return cached
 
@@ -191,28 +147,49 @@ class BM25Index:
         Each distinct term counts once. `allowed` is asked once per candidate while scoring, so a filter
         never shrinks the result below k when enough allowed documents match.
         """
-        if k <= 0:
-            return []
-        scores: dict[int, float] = {}
-        verdicts: dict[int, bool] = {}
-        for term in dict.fromkeys(query_terms):
-            found = self.weights(term)
-            if found is None:
-                continue
-            doc_ids, weights = found
-            if allowed is None and not scores:
-                scores = dict(zip(doc_ids, weights, strict=True))  # 0.0 + weight is weight
-                continue
-            add = scores.get
-            for doc_id, weight in zip(doc_ids, weights, strict=True):
-                if allowed is not None:
-                    verdict = verdicts.get(doc_id)
-                    if verdict is None:
-                        verdict = verdicts[doc_id] = bool(allowed(doc_id))
-                    if not verdict:
-                        continue
-                scores[doc_id] = add(doc_id, 0.0) + weight
-        return top_scores(scores, k)
+        return sum_scores((self.weights(term) for term in dict.fromkeys(query_terms)), k, allowed)
+
+
+def sum_scores(
+    weighted: Iterable[tuple[list[int], list[float]] | None], k: int, allowed: Callable[[int], bool] | None
+) -> list[tuple[int, float]]:
+    """Top `k` (doc id, summed weight) over each term's (doc ids, weights), terms in query order (the
+    sums, and so the ranking, are the same bit for bit whichever index supplied the weights)."""
+    if k <= 0:
+        return []
+    scores: dict[int, float] = {}
+    verdicts: dict[int, bool] = {}
+    for found in weighted:
+        if found is None:
+            continue
+        doc_ids, weights = found
+        if allowed is None and not scores:
+            scores = dict(zip(doc_ids, weights, strict=True))  # 0.0 + weight is weight
+            continue
+        add = scores.get
+        for doc_id, weight in zip(doc_ids, weights, strict=True):
+            if allowed is not None:
+                verdict = verdicts.get(doc_id)
+                if verdict is None:
+                    verdict = verdicts[doc_id] = bool(allowed(doc_id))
+                if not verdict:
+                    continue
+            scores[doc_id] = add(doc_id, 0.0) + weight
+    return top_scores(scores, k)
+
+
+def term_weights(idf: float, k1: float, frequencies: Iterable[int], norms: Iterable[float]) -> list[float]:
+    """BM25 weight of a term in each document from its frequency there and the document's length norm
+    (k1 * (1 - b + b * dl / avgdl)); the one formula both indexes use."""
+    k1_plus_one = k1 + 1
+    return [
+        idf * frequency * k1_plus_one / (frequency + norm)
+        for frequency, norm in zip(frequencies, norms, strict=True)
+    ]
+
+
+def length_norm(k1: float, b: float, avgdl: float, doc_length: int) -> float:
+    return k1 * (1 - b + b * doc_length / (avgdl or 1.0))
 
 
 def top_scores(scores: dict[int, float], k: int) -> list[tuple[int, float]]:

@@ -3,8 +3,9 @@
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
 (`wasm/runtime/worker.js`, its messages typed in `wasm/runtime/protocol.js`) calls `Site.prepare`,
-`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic`, `Site.encode_ids` and
-`Site.use_row_products`. Requests and replies cross as JSON text, vectors and dot products as typed
+`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic` and `Site.encode_ids`; it
+hands `open_site` a synchronous range reader (a Range request, or a slice of a whole file where the host
+ignores Range). Requests and replies cross as JSON text, vectors and dot products as typed
 arrays (their bytes), so JavaScript never sees a Python object or a Python string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
@@ -27,6 +28,7 @@ from readingroom_core import answers
 from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
+from readingroom_core.ranges import RangeRead, folder_range_reader
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
@@ -70,11 +72,6 @@ def query_vector(data: Any) -> list[float] | None:
     return list(raw)
 
 
-def int32s(data: Any) -> list[int]:
-    """Integers handed over as an Int32Array (the worker) or any 32-bit buffer (an array('i'))."""
-    return array("i", bytes(as_bytes(data))).tolist()
-
-
 def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
     """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
 
@@ -90,15 +87,29 @@ def open_folder(site_dir: str | os.PathLike[str]) -> Site:
     path = os.path.join(site_dir, MANIFEST_FILE)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: build the site first (`python -m builder build`)")
-    return open_site(folder_reader(site_dir))
+    return open_site(folder_reader(site_dir), read_range=folder_range_reader(site_dir))
 
 
-def open_site(read: Reader, manifest_text: str | bytes | None = None) -> Site:
-    """A site from its reader; `manifest_text` when the caller has fetched the manifest already."""
+def open_site(
+    read: Reader,
+    manifest_text: str | bytes | None = None,
+    read_range: RangeRead | None = None,
+    announce: Callable[[str], Any] | None = None,
+) -> Site:
+    """A site from its readers (whole files, and ranges of them); `manifest_text` when the caller has
+    fetched the manifest already. Without `read_range` ranges are sliced from whole files; `announce`
+    (the worker's) hears every batch of ranges before it is read, as JSON [[path, start, end], ...]
+    (`ranges.Announce`)."""
     if manifest_text is None:
         manifest_text = as_bytes(read(MANIFEST_FILE))
     manifest = read_manifest(manifest_text)
-    return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path))))
+    ranged = None
+    if read_range is not None:
+        ranged = lambda path, start, end: as_bytes(read_range(path, start, end))  # noqa: E731
+    heard = None
+    if announce is not None:
+        heard = lambda ranges: announce(json.dumps(ranges))  # noqa: E731  (JSON: no proxies to free)
+    return Site(manifest, SearchEngine(manifest.files, lambda path: as_bytes(read(path)), ranged, heard))
 
 
 def hit_json(hit: Hit, paper: PaperRecord) -> dict[str, Any]:
@@ -182,11 +193,9 @@ class Site:
         return hit_json(hit, self.papers_by_id[hit.arxiv_id])
 
     def load_semantic(self) -> None:
-        """Vectors and tokenizer (in the browser the files were fetched, with progress, already).
-
-        The whole graph is checked here, once: a damaged one would otherwise load fine and then fail
-        every query that walks into the damage."""
-        self.engine.load_vectors().check_graph()
+        """The dense directory and the tokenizer (in the browser the files were fetched, with progress,
+        already); the lists and rows a query needs are read by range when it runs."""
+        self.engine.load_vectors()
         files = self.manifest.files
         read = self.engine.read
         self.tokenizer = WordPieceTokenizer.from_data(
@@ -194,25 +203,6 @@ class Site:
             json.loads(read(files.char_classes)),
             max_length=self.manifest.encoder["max_length"],
         )
-
-    def vector_rows(self) -> bytes:
-        """The stored rows as signed int8 bytes, row `slot` at `slot * dimensions` (`use_row_products`)."""
-        return self.engine.load_vectors().int8_rows()
-
-    def use_row_products(self, bind: Callable[[array[int]], Callable[[array[int]], Any]]) -> None:
-        """Let the HNSW search take its integer dot products from the worker's typed arrays.
-
-        `bind(query)` gets the query's integers as an array('i') (an Int32Array's buffer to JavaScript)
-        and returns a function from row slots of `vector_rows` (an array('i') too) to their products as
-        32-bit integers: exact, so results are the same as with Python's own products
-        (hnsw.RowProducts); the core checks that before it uses them.
-        """
-
-        def row_products(fine: list[int]) -> Callable[[Sequence[int]], list[int]]:
-            products = bind(array("i", fine))
-            return lambda slots: int32s(products(array("i", slots))) if slots else []
-
-        self.engine.load_vectors().use_row_products(row_products)
 
     def encode_ids(self, query: str) -> list[int]:
         """Token ids of the query text the model should see: field filters such as year:2021 removed."""

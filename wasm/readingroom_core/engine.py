@@ -1,9 +1,12 @@
 """The site's search: BM25 and dense retrieval over the built data files, fused, filtered, with snippets.
 
 The browser (Pyodide) and the CLI/eval (CPython) both run this class, so offline numbers are what
-visitors get. Papers, the chunk table and the postings load at construction, so keyword results come
-first; the vectors load on first dense use (or `load_vectors()`), and each paper's text file only when
-one of its chunks is shown or must be checked for a quoted phrase.
+visitors get. Papers, the chunk table and the postings directory load at construction, so keyword
+results come first; the dense directory loads on first dense use (or `load_vectors()`). Everything else
+is read by range as queries need it (`ranges`): each query term's dictionary block and a bounded prefix
+of its impact-ordered postings (`termindex`), the nearest coarse lists' codes and the int8 rows of the
+best candidates (`denselists`), and each paper's text file when one of its chunks is shown or must be
+checked for a quoted phrase.
 
 The engine runs a search from the parts each module owns: the query string (`querysyntax`), which
 chunks filters allow (`filters`), the two retrievers (`bm25`, `hnsw`), the paper view (`paperview`),
@@ -17,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from readingroom_core.analysis import contains_phrase
-from readingroom_core.bm25 import BM25Index, read_postings
+from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
 from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
 from readingroom_core.fusion import (
     Fused,
@@ -28,10 +31,10 @@ from readingroom_core.fusion import (
     weighted_score_fusion,
     with_paper_prior,
 )
-from readingroom_core.hnsw import UsearchFile
 from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
+from readingroom_core.ranges import Announce, BlockReader, RangeRead, whole_file_ranges
 from readingroom_core.sitedata import (
     DataFiles,
     PaperText,
@@ -42,6 +45,7 @@ from readingroom_core.sitedata import (
 )
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
+from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_directory
 
 MODES = ("hybrid", "bm25", "dense")
 FUSIONS = ("weighted", "rrf")
@@ -79,7 +83,12 @@ class SearchOptions:
     per_paper: int = 10  # most chunks of one paper in the top k
     per_section: int = 3  # most chunks of one (paper, section) in the top k
     per_page: int = 1  # most chunks citing one page of a paper (a chunk cites every page it spans)
-    ef: int = 64
+    # The ranged indexes' bounds (0 = read everything, the exhaustive search the bounds are measured
+    # against): postings read per query term (termindex), rows whose codes are scored and rows rescored
+    # (denselists).
+    postings_prefix: int = DEFAULT_PREFIX
+    scan: int = DEFAULT_SCAN
+    rescore: int = DEFAULT_RESCORE
     filters: Filters = field(default_factory=Filters)
 
 
@@ -125,29 +134,39 @@ def check_options(options: SearchOptions) -> None:
         raise ValueError(
             f"paper_weight and paper_openings must be >= 0, got {options.paper_weight} and {options.paper_openings}"
         )
-    if options.k < 0 or options.candidates < 1 or options.ef < 1 or options.rrf_k < 0:
-        raise ValueError("k must be >= 0, candidates and ef >= 1, rrf_k >= 0")
+    if options.k < 0 or options.candidates < 1 or options.rrf_k < 0:
+        raise ValueError("k must be >= 0, candidates >= 1, rrf_k >= 0")
+    if min(options.postings_prefix, options.scan, options.rescore) < 0:
+        raise ValueError("postings_prefix, scan and rescore must be >= 0 (0 = all)")
     if min(options.per_paper, options.per_section, options.per_page) < 0:
         raise ValueError("per_paper, per_section and per_page must be >= 0 (0 = unlimited)")
 
 
 class SearchEngine:
-    """One site's search; `read(path)` returns a data file's bytes (disk in CPython, fetch in Pyodide)."""
+    """One site's search; `read(path)` returns a data file's bytes and `read_range(path, start, end)` a
+    range of one (disk in CPython, fetch in Pyodide; without it ranges are sliced from whole files)."""
 
-    def __init__(self, files: DataFiles, read: Reader) -> None:
+    def __init__(
+        self,
+        files: DataFiles,
+        read: Reader,
+        read_range: RangeRead | None = None,
+        announce: Announce | None = None,
+    ) -> None:
         self.files = files
         self.read = read
+        self.blocks = BlockReader(read_range or whole_file_ranges(read), announce)
         self.papers = read_papers(read(files.papers), files.papers)
         self.chunks = read_chunk_table(read(files.chunks), files.chunks)
         self.n_chunks = self.chunks.n
         self._paper_of = self._paper_of_each_chunk()
         self._filter = PaperFilter(self.papers, self._paper_of)
-        self._bm25 = BM25Index(read_postings(read(files.postings), files.postings))
+        self._bm25 = TermIndex(read_term_directory(read(files.postings), files.postings), self.blocks)
         if self._bm25.n_docs != self.n_chunks:
             raise ValueError(
                 f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
             )
-        self._vectors: UsearchFile | None = None
+        self._vectors: DenseLists | None = None
         self._texts: dict[int, PaperText] = {}
         self._paper_view = PaperView(self.papers)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
@@ -169,13 +188,22 @@ class SearchEngine:
         return paper_of
 
     @property
+    def keyword_index(self) -> TermIndex:
+        """The ranged BM25 index (for measuring it against its exhaustive reading: prefix 0)."""
+        return self._bm25
+
+    @property
     def vectors_loaded(self) -> bool:
         return self._vectors is not None
 
-    def load_vectors(self) -> UsearchFile:
-        """Read the HNSW file (the largest download); the browser calls this once keyword results show."""
+    def load_vectors(self) -> DenseLists:
+        """Read the dense directory (the centroids); the browser calls this once keyword results show."""
         if self._vectors is None:
-            vectors = UsearchFile.from_bytes(self.read(self.files.vectors))
+            if not self.files.dense:
+                raise ValueError("the site lists no dense index (files.dense); rebuild it")
+            vectors = DenseLists(
+                read_dense_directory(self.read(self.files.dense), self.files.dense), self.blocks
+            )
             if vectors.size != self.n_chunks:
                 raise ValueError(
                     f"vector index holds {vectors.size} chunks but the chunk table lists {self.n_chunks}; rebuild"
@@ -227,7 +255,12 @@ class SearchEngine:
             if options.mode != "dense":
                 bm25 = phrase_ranking
         elif options.mode != "dense":
-            bm25 = self._bm25.search(parsed.terms, limit, allowed.test if allowed else None)
+            bm25 = self._bm25.search(
+                parsed.terms,
+                limit,
+                allowed.test if allowed else None,
+                _share(options.postings_prefix, allowed, self.n_chunks),
+            )
         return Prepared(options, parsed, allowed, limit, bm25=bm25, named=opening)
 
     def unread_papers(self, prepared: Prepared, most: int) -> list[int]:
@@ -256,7 +289,7 @@ class SearchEngine:
         if prepared.bm25 is not None:
             rankings["bm25"] = prepared.bm25
         if options.mode != "bm25" and query_vector is not None:
-            rankings["dense"] = self._dense_ranking(query_vector, prepared.limit, options.ef, allowed)
+            rankings["dense"] = self._dense_ranking(query_vector, prepared.limit, options, allowed)
         paper_scores: dict[int, float] = {}
         if (
             options.mode == "hybrid"
@@ -326,11 +359,10 @@ class SearchEngine:
         scored, and their text is checked in rank order until `limit` pass, so few text files load."""
         holders: set[int] | None = None
         for term in dict.fromkeys(term for phrase in query.phrases for term in phrase):
-            found = self._bm25.postings(term)
-            docs = set(found[0]) if found else set()
+            docs = set(self._bm25.doc_ids(term))
             holders = docs if holders is None else holders & docs
         holders = {doc_id for doc_id in holders or () if allowed is None or allowed.test(doc_id)}
-        ranked = self._bm25.search(query.terms, len(holders), holders.__contains__)
+        ranked = self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
         passing = []
         for doc_id, score in ranked:
             text = self.chunk(doc_id).text
@@ -341,24 +373,12 @@ class SearchEngine:
         return passing
 
     def _dense_ranking(
-        self, query_vector: Sequence[float], limit: int, ef: int, allowed: Allowed | None
+        self, query_vector: Sequence[float], limit: int, options: SearchOptions, allowed: Allowed | None
     ) -> Ranking:
         """Nearest chunks as (doc id, cosine similarity), best first, among the allowed ones."""
-        vectors = self.load_vectors()
-        if allowed is not None and allowed.docs is not None:
-            return vectors.exact_search(query_vector, allowed.docs, limit)
-        if allowed is None:
-            found = vectors.search(query_vector, limit, ef=max(ef, limit))
-            return [(key, 1.0 - distance) for key, distance in found]
-        # The HNSW search has no filter hook, so fetch more neighbours until enough are allowed,
-        # starting from the number the allowed share of the index predicts.
-        fetch = min(vectors.size, limit * math.ceil(vectors.size / allowed.count))
-        while True:
-            found = vectors.search(query_vector, fetch, ef=max(ef, fetch))
-            kept = [(key, 1.0 - distance) for key, distance in found if allowed.test(key)]
-            if len(kept) >= limit or fetch >= vectors.size:
-                return kept[:limit]
-            fetch = min(vectors.size, fetch * 2)
+        return self.load_vectors().search(
+            query_vector, limit, options.scan, options.rescore, allowed.test if allowed else None
+        )
 
     def _fuse(self, rankings: dict[str, Ranking], options: SearchOptions) -> list[Fused]:
         if len(rankings) == 1:
@@ -392,3 +412,12 @@ class SearchEngine:
             similarity=similarity,
             named=named,
         )
+
+
+def _share(prefix: int, allowed: Allowed | None, n_docs: int) -> int:
+    """Postings to read per term when a filter allows `allowed.count` of `n_docs`: as many more as the
+    filter leaves out, so a filtered query still meets about as many allowed documents."""
+    if prefix <= 0 or allowed is None or allowed.count <= 0:
+        return prefix
+    return prefix * math.ceil(n_docs / allowed.count)
+

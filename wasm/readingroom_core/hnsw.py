@@ -1,6 +1,9 @@
 """Read a usearch 2.26.6 HNSW file (cosine, int8) and search it the way usearch does, in pure Python.
 
-The browser loads the whole file written by `builder/stages/index.py`; Pyodide has no numpy, so every
+The site's search no longer reads this file (it needs the whole of it: 3.6 MB gzipped at 112 papers);
+it reads the same int8 rows by range through `denselists`, whose rescoring computes this module's cosine.
+The file is still written (`builder/stages/index.py`) for other tools, and this reader measures it
+(scripts/bench_build.py). It runs in CPython and Pyodide alike; Pyodide has no numpy, so every
 distance is one `math.sumprod` (3.12+) or `sum(map(mul, ...))` over a 384-byte row. Rows are kept as
 offset-binary `bytes` (value + 128): iterating bytes yields cached small ints, which is the fastest
 row type measured, and the offset is undone with precomputed per-row sums.

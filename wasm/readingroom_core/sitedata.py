@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: the manifest names the citation graph file; papers carry short names
+FORMAT_VERSION = 2  # 2: postings and vectors read by range; the citation graph file; short names
 MANIFEST_FILE = "manifest.json"
 
 
@@ -75,6 +75,7 @@ class DataFiles:
     vocab: str = ""
     char_classes: str = ""
     graph: str = ""
+    dense: str = ""  # the dense directory (readingroom_core.denselists); `vectors` is the HNSW file
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from readingroom_core.analysis import analyze
-from readingroom_core.bm25 import BM25Index
 from readingroom_core.querysyntax import field_spans
+from readingroom_core.termindex import TermIndex
 
 _WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
 SPELLED_CANDIDATES = 4  # nearest stems spelt out (each may read up to five paper text files)
@@ -32,6 +32,7 @@ MIN_PASSAGES = 2
 # A word in this few passages may be a misprint of the papers ("lenght", "knowlege"): it is corrected
 # when a word this many times commoner is within the allowed edits.
 MISPRINTS, MISPRINT_RATIO = 5, 50
+AGREEMENT_SHARE = 10  # a context term in over 1/10 of the passages says nothing about agreement
 
 
 @lru_cache(maxsize=1 << 15)
@@ -53,7 +54,7 @@ class Candidate:
 class Speller:
     """Suggestions for one site: its postings say which words exist, its passages how they are spelt."""
 
-    def __init__(self, bm25: BM25Index, chunk_text: Callable[[int], str]) -> None:
+    def __init__(self, bm25: TermIndex, chunk_text: Callable[[int], str]) -> None:
         self._bm25 = bm25
         self._chunk_text = chunk_text
         # (term, typed word) -> its candidates: a visitor refining a query types the same word again
@@ -97,16 +98,18 @@ class Speller:
         return "".join([*pieces, query[at:]])
 
     def _agreement(self, term: str, context: list[str]) -> int:
-        """Passages holding `term` and any of the query's known terms."""
-        found = self._bm25.postings(term)
-        if found is None or not context:
+        """Passages holding `term` and any of the query's known terms.
+
+        Terms in over a tenth of the passages are left out: they agree with everything, and their
+        postings are the largest reads a query could make.
+        """
+        docs = set(self._bm25.doc_ids(term))
+        if not docs:
             return 0
-        docs = set(found[0])
         shared: set[int] = set()
         for other in context:
-            other_docs = self._bm25.postings(other)
-            if other_docs is not None:
-                shared.update(docs.intersection(other_docs[0]))
+            if self._bm25.doc_freq(other) * AGREEMENT_SHARE <= self._bm25.n_docs:
+                shared.update(docs.intersection(self._bm25.doc_ids(other)))
         return len(shared)
 
     def _candidates(self, term: str, typed: str) -> tuple[Candidate, ...]:
@@ -150,10 +153,9 @@ class Speller:
     def _spellings(self, term: str) -> Counter[str]:
         """Words that analyse to `term` in up to five passages holding it, spread over the corpus, with
         how often each occurs there (of two spellings as near, the commoner is shown)."""
-        found = self._bm25.postings(term)
-        if found is None:
+        doc_ids = self._bm25.doc_ids(term)
+        if not doc_ids:
             return Counter()
-        doc_ids, _ = found
         words: Counter[str] = Counter()
         for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
             words.update(

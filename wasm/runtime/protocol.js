@@ -140,7 +140,7 @@
  * @typedef {{[step: string]: number}} Timeline start-up step -> epoch ms when it finished
  * @typedef {{type: "progress", source: "search", stage: string, kinds: ByteCounts, timeline: Timeline, python_start: "snapshot" | "boot" | null}} SearchProgressMessage
  * @typedef {{type: "ready", which: "keyword"}} KeywordReadyMessage
- * @typedef {{type: "ready", which: "semantic", checksums_ms: number, row_products: boolean}} SemanticReadyMessage
+ * @typedef {{type: "ready", which: "semantic", checksums_ms: number}} SemanticReadyMessage
  * @typedef {{type: "semantic_failed", error: string}} SemanticFailedMessage semantic search is off for good; keyword search goes on
  * @typedef {{type: "failed", stage: string, error: string}} FailedMessage search could not start
  * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply} | {type: "result", id: number, error: string}} ResultMessage
@@ -173,7 +173,6 @@
  * @typedef {object} PyProxy
  * @property {() => any} toJs
  * @property {() => void} destroy
- * @property {() => {data: Int32Array, release: () => void}} getBuffer
  */
 
 /**
@@ -186,8 +185,6 @@
  * @property {(paperIndex: number) => void} read_paper_text
  * @property {() => void} load_semantic
  * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
- * @property {() => PyProxy} vector_rows the int8 rows as Python bytes
- * @property {(bind: (query: PyProxy) => (slots: PyProxy) => Int32Array) => void} use_row_products
  * @property {(requestJson: string) => string} ask_retrieval_query
  * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence
  * @property {(requestJson: string) => string} verify_answer
@@ -196,7 +193,7 @@
 /**
  * The module readingroom_core.browser.
  * @typedef {object} Core
- * @property {(read: (path: string) => Uint8Array, manifestText: string) => Site} open_site
+ * @property {(read: (path: string) => Uint8Array, manifestText: string, readRange: (path: string, start: number, end: number) => Uint8Array, announce: (rangesJson: string) => void) => Site} open_site
  * @property {(data: Uint8Array) => Uint8Array} gunzipped
  * @property {(data: Uint8Array) => string} sha256_hex
  */
@@ -217,7 +214,6 @@
  * @property {Timeline} timeline start-up step -> ms since navigation
  * @property {"snapshot" | "boot" | null} python_start
  * @property {number} [checksums_ms] time spent checking the start-up files' sha256
- * @property {boolean} [row_products] the HNSW search's dot products come from typed arrays
  * @property {object | null} last_ask {sources_ms, first_text_ms, answer_ms, verify_ms} of the latest question
  */
 

@@ -146,7 +146,7 @@ export class SearchClient {
       state.keyword = true;
       this.keyword.resolve();
     } else if (data.type === "ready" && data.which === "semantic") {
-      Object.assign(state, { semantic: true, checksums_ms: data.checksums_ms, row_products: data.row_products });
+      Object.assign(state, { semantic: true, checksums_ms: data.checksums_ms });
       state.loading = null;
       this.semantic.resolve();
     } else if (data.type === "semantic_failed") {

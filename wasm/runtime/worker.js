@@ -3,12 +3,14 @@
 // Every file comes from the site's own origin. Messages and the Python boundary: protocol.js.
 //
 // Every data file is checked against the sha256 the manifest gives it before it is used (Web Crypto for
-// the files fetched at start, the core's hashlib for paper texts read later, synchronously): a damaged
-// or tampered file must fail loudly, never give silent garbage. Errors reach the page as one line; the
+// the files fetched at start, the core's hashlib for paper texts read later, synchronously); the index
+// files a query reads by range are checked block by block by the core (readingroom_core/ranges.py)
+// against the directories the manifest checked: a damaged or tampered file must fail loudly, never give
+// silent garbage. Errors reach the page as one line; the
 // details (a Python traceback, say) go to the console only.
 
 import { Checksums, GZIP, Progress, loadManifest } from "./download.js";
-import { Encoder, rowProducts } from "./embedding.js";
+import { Encoder } from "./embedding.js";
 import { countModules, fetchSnapshot, pythonFiles, startPython } from "./python_start.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
@@ -103,11 +105,101 @@ function readSync(path) {
   return bytes;
 }
 
+// Ranges of the index files, as the core asks for them (a query term's dictionary block and postings, a
+// coarse list's codes, the rows it rescores). The core announces each batch before reading it
+// (announceRanges); a batch not fetched yet stops the step, which `ranged` runs again once the whole
+// batch has come in parallel, so a query costs a few round trips, not one per range. The Range header
+// makes the browser ask for identity encoding, so the bytes are the file's own; a host that ignores
+// Range answers 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a
+// preload of these files: an unranged copy may come gzipped and sit in the cache.
+const fetchedRanges = new Map(); // "path start end" -> bytes fetched for the step being run again
+const wholeFiles = new Map(); // site path -> the whole file, from a host that ignored Range
+const honoursRange = new Map(); // site path -> whether its host answered a Range with 206
+let pendingRanges = []; // [path, start, end] the current step needs and has not got
+const RANGE_ROUNDS = 8; // a step needs at most a few batches (dictionary, postings; lists, rows)
+
+const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
+
+/** @param {string} rangesJson [[path, start, end], ...] */
+function announceRanges(rangesJson) {
+  const missing = JSON.parse(rangesJson).filter(
+    ([path, start, end]) => !wholeFiles.has(path) && !fetchedRanges.has(rangeKey(path, start, end)),
+  );
+  if (missing.length) {
+    pendingRanges = missing;
+    throw new Error(`${missing.length} ranges to fetch`);
+  }
+}
+
+/** The range's bytes from a host that honours Range, or the whole file's from one that does not. */
+async function fetchRange(path, start, end) {
+  let response;
+  try {
+    response = await nativeFetch(config.base + path, { headers: { Range: `bytes=${start}-${end - 1}` } });
+  } catch (error) {
+    // A host that gzips even a ranged request (which asked for identity): the browser refuses the reply.
+    // Take the whole file as the host sends it, kept out of the cache so no ranged read ever meets it.
+    console.warn(`${path}: a ranged read failed (${error}); reading the whole file`);
+    response = await nativeFetch(config.base + path, { cache: "no-store" });
+  }
+  if (response.status !== 200 && response.status !== 206) {
+    throw new Error(`${path} bytes ${start}-${end}: HTTP ${response.status}`);
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  progress.count("index", bytes.length);
+  honoursRange.set(path, response.status === 206);
+  if (response.status === 200) wholeFiles.set(path, bytes);
+  else fetchedRanges.set(rangeKey(path, start, end), bytes);
+}
+
+/** Each file's ranges in parallel; a file whose host is not known yet asks once first (a host that
+ * ignores Range would otherwise send the whole file once per range). */
+async function fetchRanges(ranges) {
+  const byPath = Map.groupBy(ranges, ([path]) => path);
+  await Promise.all(
+    [...byPath].map(async ([path, wanted]) => {
+      let rest = wanted;
+      if (!honoursRange.has(path)) {
+        await fetchRange(...wanted[0]);
+        rest = wanted.slice(1);
+      }
+      if (!wholeFiles.has(path)) await Promise.all(rest.map((range) => fetchRange(...range)));
+    }),
+  );
+}
+
+/** Run a step of the core, fetching the ranges it announces and running it again until it has them. */
+async function ranged(step) {
+  for (let round = 0; ; round++) {
+    pendingRanges = [];
+    try {
+      return step();
+    } catch (error) {
+      if (!pendingRanges.length || round === RANGE_ROUNDS) throw error;
+      await fetchRanges(pendingRanges);
+    }
+  }
+}
+
+// What the core reads once its batch was announced: from this step's fetched ranges (let go once
+// read: the core keeps the checked blocks), or from a whole file.
+/** @param {string} path @param {number} start @param {number} end (exclusive) @returns {Uint8Array} */
+function readRangeSync(path, start, end) {
+  const whole = wholeFiles.get(path);
+  if (whole) return whole.subarray(start, end);
+  const key = rangeKey(path, start, end);
+  const bytes = fetchedRanges.get(key);
+  if (!bytes) throw new Error(`${path} bytes ${start}-${end} were read before they were announced`);
+  fetchedRanges.delete(key);
+  return bytes;
+}
+
 // Everything downloads from the start, keyword search's files first: Python and its snapshot, the
-// manifest and the keyword index; the encoder, ONNX Runtime and the vectors as soon as those are in
-// (or keyword search is up), so that on a slow line they never share its bandwidth. ONNX Runtime starts
-// in the encoder's worker (encoder.js): its downloads while Python boots here, its session while this
-// worker reads the vectors.
+// manifest, the papers, the chunk table and the postings directory; the encoder, ONNX Runtime and the
+// dense directory as soon as those are in (or keyword search is up), so that on a slow line they never
+// share its bandwidth. ONNX Runtime starts in the encoder's worker (encoder.js): its downloads while
+// Python boots here, its session while this worker reads the dense directory. The rest of the index
+// is read by range as queries need it (readRangeSync).
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -139,7 +231,7 @@ async function start() {
   self.fetch = nativeFetch;
   python.forget();
   setStage("Starting keyword search");
-  site = core.open_site(readSync, (await manifest).text);
+  site = core.open_site(readSync, (await manifest).text, readRangeSync, announceRanges);
   mark("keyword_ready");
   encoder.post({ type: "session" }); // not before: Python's boot would share its core
   keyword.resolve();
@@ -151,14 +243,13 @@ async function start() {
 async function startSemantic(files) {
   encoder.post({ type: "go" });
   const semanticFiles = Promise.all([
-    prefetch(files.vectors, "vectors"),
+    prefetch(files.dense, "vectors"),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
   ]);
   await Promise.all([semanticFiles, keyword.promise]);
   mark("semantic_data_fetched");
-  site.load_semantic(); // also checks the graph's structure (readingroom_core/hnsw.py check_graph)
-  const typedRowProducts = useTypedRowProducts();
+  site.load_semantic(); // the dense directory: the lists and rows a query needs are read by range
   mark("vectors_loaded");
   const { checksums_ms } = await encoder.started;
   semanticReady = true;
@@ -166,19 +257,7 @@ async function startSemantic(files) {
   progress.stop();
   setStage("ready");
   const checked = checksums.ms + checksums_ms;
-  post({ type: "ready", which: "semantic", checksums_ms: checked, row_products: typedRowProducts });
-}
-
-// Whether the typed-array products are in use; if the core refuses them (it checks them against its own),
-// the search stays correct with Python's, only slower.
-function useTypedRowProducts() {
-  try {
-    site.use_row_products(rowProducts(site.vector_rows()));
-    return true;
-  } catch (error) {
-    console.error("The HNSW search computes its dot products in Python:", error);
-    return false;
-  }
+  post({ type: "ready", which: "semantic", checksums_ms: checked });
 }
 
 function semanticFailed(error) {
@@ -242,7 +321,7 @@ async function search({ query, k, mode, filters }) {
   const started = performance.now();
   const embedding = semanticReady && mode !== "bm25" ? embed(query) : null; // the encoder starts first
   embedding?.catch(() => {}); // awaited below, unless the query is refused
-  const prepared = JSON.parse(site.prepare(JSON.stringify({ query, k, mode, filters })));
+  const prepared = JSON.parse(await ranged(() => site.prepare(JSON.stringify({ query, k, mode, filters }))));
   if ("error" in prepared) return prepared;
   try {
     return await finish(prepared, embedding, started);
@@ -265,16 +344,16 @@ async function finish(prepared, embedding, started) {
       ({ vector, cached } = await embedding);
       if (vector) timings.vector_cached = cached;
       embedded = performance.now();
-      reply = JSON.parse(site.search(prepared.search, vector));
+      reply = JSON.parse(await ranged(() => site.search(prepared.search, vector)));
     } catch (error) {
-      reply = JSON.parse(site.search(prepared.search)); // throws when keyword search fails too
+      reply = JSON.parse(await ranged(() => site.search(prepared.search))); // throws when keyword search fails too
       semanticFailed(error);
       vector = undefined;
       delete timings.vector_cached;
       if (reply.error) return { error: SEMANTIC_UNAVAILABLE }; // dense mode: nothing to fall back on
     }
   }
-  reply ??= JSON.parse(site.search(prepared.search));
+  reply ??= JSON.parse(await ranged(() => site.search(prepared.search)));
   if (reply.error) return reply;
   Object.assign(timings, { embed_ms: embedded - started, search_ms: performance.now() - embedded });
   return { ...reply, semantic: vector !== undefined, timings };
@@ -288,7 +367,7 @@ async function evidence({ question, history, budget, context, max_tokens }) {
   await keyword.promise;
   const request = JSON.stringify({ question, history, budget, context, max_tokens });
   const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : undefined;
-  return JSON.parse(site.ask_evidence(request, vector));
+  return JSON.parse(await ranged(() => site.ask_evidence(request, vector)));
 }
 
 /** @param {import("./protocol.js").VerifyMessage} message @returns {Promise<import("./protocol.js").VerifyReply>} */

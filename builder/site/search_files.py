@@ -1,0 +1,84 @@
+"""The files search reads, as bytes by site path: the postings directory, dictionary and pages
+(`readingroom_core.termindex`), the dense directory, lists and rows (`readingroom_core.denselists`,
+`stages/dense_lists.py`) and the USearch HNSW file (`stages/index.py`).
+
+The site build and the BEIR evaluation both write their indexes through `search_index_files`, so the
+files `eval-beir` measures are the ones a site ships; only the naming differs (content-hashed names on a
+site, fixed ones in memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from builder.stages.dense_lists import dense_files
+from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
+from readingroom_core.bm25 import Postings, build_postings
+from readingroom_core.termindex import TermLayout
+
+# (folder, stem, suffix, bytes) -> the file's site path
+Namer = Callable[[str, str, str, bytes], str]
+
+
+def hashed_name(folder: str, stem: str, suffix: str, data: bytes) -> str:
+    """`<folder>/<stem>.<sha256[:12]><suffix>`, as `builder.site.store.write_hashed` names files."""
+    return f"{folder}/{stem}.{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """Search's index files: the roles' paths (postings, dense, vectors), every file's bytes by path,
+    which of them are read by range (never gzipped: ranges are of the file's own bytes)."""
+
+    roles: dict[str, str]
+    files: dict[str, bytes]
+    ranged: frozenset[str]
+    params: IndexParams
+    k1: float
+    b: float
+
+
+def search_index_files(texts: Sequence[str], vectors: np.ndarray, name: Namer = hashed_name) -> IndexFiles:
+    """Every index file for passages `texts` (doc id = position) and their float `vectors`."""
+    return index_files(build_postings(texts), vectors, name)
+
+
+def plain_name(folder: str, stem: str, suffix: str, data: bytes) -> str:
+    """`<folder>/<stem><suffix>`: fixed names, for sites held in memory or made by benchmarks."""
+    return f"{folder}/{stem}{suffix}"
+
+
+def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_name) -> IndexFiles:
+    """Every index file for `postings` (a benchmark may compute them its own way) and `vectors`."""
+    files: dict[str, bytes] = {}
+
+    def add(stem: str, suffix: str, data: bytes) -> str:
+        path = name("data", stem, suffix, data)
+        files[path] = data
+        return path
+
+    layout = TermLayout(postings)
+    terms = add("terms", ".json", layout.terms_bytes)
+    pages = add("postings-pages", ".bin", layout.pages_bytes)
+    roles = {"postings": add("postings", ".json", layout.directory_bytes(terms, pages))}
+    params = IndexParams(scale=calibrate_scale(vectors))
+    dense = dense_files(np.asarray(vectors, dtype=np.float32), quantize(vectors, params.scale))
+    lists = add("dense-lists", ".bin", dense.lists)
+    rows = add("dense-rows", ".bin", dense.rows)
+    roles["dense"] = add("dense", ".json", _compact(dense.directory(lists, rows).to_json()))
+    with tempfile.TemporaryDirectory(prefix="readingroom-index-") as scratch:
+        index_path = Path(scratch) / "vectors.usearch"
+        write_index(index_path, np.arange(postings.n, dtype=np.uint64), vectors, params)
+        roles["vectors"] = add("vectors", ".usearch", index_path.read_bytes())
+    return IndexFiles(roles, files, frozenset({terms, pages, lists, rows}), params, postings.k1, postings.b)
+
+
+def _compact(data: dict) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")

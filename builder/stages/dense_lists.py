@@ -1,0 +1,114 @@
+"""Passage vectors -> the ranged dense files the search core reads (`readingroom_core/denselists.py`).
+
+The rows are the HNSW file's int8 rows (same calibrated scale); they are grouped into about sqrt(N)
+coarse lists by spherical k-means, so a query reads a few lists' 1-bit codes and then the int8 rows of
+its best candidates, which lie together in the rows file because similar passages share a list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from readingroom_core.denselists import ROW_SHA_BYTES, DenseDirectory, ListEntry
+
+# Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, and with
+# 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's 16-byte checksum
+# costs 4% of its 384 bytes, in the lists file.
+BLOCK_ROWS = 1
+KMEANS_SAMPLE = 65536  # rows the centroids are trained on (all rows are assigned)
+KMEANS_ITERATIONS = 12
+SEED = 0
+
+
+@dataclass(frozen=True)
+class DenseFiles:
+    """The bytes of the lists and rows files, and the directory to write once their paths are known."""
+
+    lists: bytes
+    rows: bytes
+    centroids: bytes
+    entries: tuple[ListEntry, ...]
+    dims: int
+
+    def directory(self, lists_path: str, rows_path: str) -> DenseDirectory:
+        return DenseDirectory(self.dims, BLOCK_ROWS, lists_path, rows_path, self.centroids, self.entries)
+
+
+def list_count(rows: int) -> int:
+    return max(1, round(math.sqrt(rows)))
+
+
+def spherical_kmeans(unit: np.ndarray, lists: int) -> np.ndarray:
+    """Unit centroids of `lists` clusters by cosine; deterministic (a fixed seed, a fixed sample)."""
+    rng = np.random.default_rng(SEED)
+    sample = unit if len(unit) <= KMEANS_SAMPLE else unit[rng.choice(len(unit), KMEANS_SAMPLE, replace=False)]
+    centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
+    for _ in range(KMEANS_ITERATIONS):
+        assigned = assign(sample, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assigned, sample)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        empty = norms[:, 0] == 0
+        centroids = np.where(empty[:, None], centroids, sums / np.where(norms == 0, 1, norms))
+    return centroids
+
+
+def chained(centroids: np.ndarray) -> np.ndarray:
+    """The centroids in a greedy nearest-neighbour chain, so that lists a query probes together (close
+    centroids) tend to lie side by side in the lists file and are read in fewer requests."""
+    similarity = centroids @ centroids.T
+    order, left = [0], set(range(1, len(centroids)))
+    while left:
+        candidates = np.fromiter(left, dtype=np.int64)
+        best = int(candidates[np.argmax(similarity[order[-1], candidates])])
+        order.append(best)
+        left.remove(best)
+    return centroids[order]
+
+
+def assign(unit: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.ndarray:
+    """Each row's nearest centroid by cosine (ties to the lower list)."""
+    return (
+        np.concatenate(
+            [np.argmax(unit[i : i + batch] @ centroids.T, axis=1) for i in range(0, len(unit), batch)]
+        )
+        if len(unit)
+        else np.zeros(0, dtype=np.int64)
+    )
+
+
+def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
+    """The lists and rows files for float `vectors` and their int8 `rows` (doc id = position)."""
+    unit = vectors.astype(np.float32)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    n, dims = rows.shape
+    if dims % 8:
+        raise ValueError(f"the 1-bit codes need dimensions divisible by 8, got {dims}")
+    centroids = chained(spherical_kmeans(unit, list_count(n))) if n else np.zeros((0, dims), dtype=np.float32)
+    assigned = assign(unit, centroids) if n else np.zeros(0, dtype=np.int64)
+    scale = 127 / max(float(np.abs(centroids).max(initial=0)), 1e-12)
+    centroid_rows = np.clip(np.rint(centroids * scale), -127, 127).astype(np.int8)
+    order = np.lexsort((np.arange(n), assigned))
+    lists, entries, slot = bytearray(), [], 0
+    ordered_rows = rows[order]
+    for number in range(len(centroids)):
+        members = order[assigned[order] == number]
+        member_rows = ordered_rows[slot : slot + len(members)]
+        shas = b"".join(
+            hashlib.sha256(member_rows[i : i + BLOCK_ROWS].tobytes()).digest()[:ROW_SHA_BYTES]
+            for i in range(0, len(members), BLOCK_ROWS)
+        )
+        codes = np.packbits(member_rows > 0, axis=1, bitorder="little")
+        region = members.astype("<u4").tobytes() + codes.tobytes() + shas
+        entries.append(
+            ListEntry(
+                slot, len(members), len(lists), len(lists) + len(region), hashlib.sha256(region).hexdigest()
+            )
+        )
+        lists += region
+        slot += len(members)
+    return DenseFiles(bytes(lists), ordered_rows.tobytes(), centroid_rows.tobytes(), tuple(entries), dims)

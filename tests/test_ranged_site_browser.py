@@ -1,0 +1,110 @@
+"""The ranged site in Debian chromium, served by `builder serve` (206 for a Range) and by hosts that
+misbehave as real ones do: one that ignores Range (200, the whole file), one that gzips whatever asks for
+gzip (GitHub Pages' habit), one that gzips every reply. Each must give the CLI's top 10.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SMALL_PAPERS
+from support.chromium import TOP_CHUNK_IDS
+from support.quirky_host import QuirkyHost
+from support.served import build_from_cache, corpus_text, require_browser, serving
+
+from builder.evaluation.evaluate import top_chunk_ids
+from readingroom_core.engine import SearchOptions
+
+pytestmark = pytest.mark.browser
+
+LOAD_TIMEOUT_MS = 90_000
+QUERIES = ["predicted queries appended to documents", "dense passage retrieval", "renormalization group"]
+
+
+@pytest.fixture(scope="module")
+def ranged_site(built_sites, tmp_path_factory, generated_mirror) -> Path:
+    require_browser()
+    corpus = corpus_text(SMALL_PAPERS, "Ranged test")
+    return build_from_cache(tmp_path_factory.mktemp("ranged"), corpus, built_sites.cache, generated_mirror)
+
+
+def ranged_files(site: Path) -> set[str]:
+    """The files read by range: listed in the manifest, named by the directories, never gzipped."""
+    manifest = json.loads((site / "manifest.json").read_text())
+    postings = json.loads((site / manifest["files"]["postings"]).read_text())
+    dense = json.loads((site / manifest["files"]["dense"]).read_text())
+    return {postings["terms"], postings["pages"], dense["lists_file"], dense["rows_file"]}
+
+
+class Visit:
+    """A page on `url`, its ranged-file responses and its console errors recorded."""
+
+    def __init__(self, browser, url: str, ranged: set[str]):
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LOAD_TIMEOUT_MS)
+        self.ranged_responses: list[tuple[str, str | None, int]] = []  # method, Range, status
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def seen(response) -> None:
+            if any(response.url.endswith(path) for path in ranged):
+                request = response.request
+                self.ranged_responses.append((request.method, request.headers.get("range"), response.status))
+
+        self.page.on("response", seen)
+        self.page.goto(url)
+        self.page.evaluate("window.readingRoom.semanticReady")
+
+    def top_ten(self) -> list[list[str]]:
+        return self.page.evaluate(TOP_CHUNK_IDS, [QUERIES, 10])
+
+
+def test_serve_answers_the_ranged_reads_and_the_browser_ranks_as_the_cli(browser, ranged_site):
+    expected = top_chunk_ids(ranged_site, QUERIES, SearchOptions(k=10))
+    with serving(ranged_site) as url:
+        visit = Visit(browser, url, ranged_files(ranged_site))
+        try:
+            assert visit.top_ten() == expected
+            status = visit.page.evaluate("readingRoom.status()")
+        finally:
+            visit.context.close()
+    assert visit.errors == []
+    assert visit.ranged_responses and all(
+        method == "GET" and range_ and range_.startswith("bytes=") and code == 206
+        for method, range_, code in visit.ranged_responses
+    )
+    # start-up reads the directories only: no ranged file is loaded before a query asks
+    assert "index" not in status["kinds"]
+
+
+@pytest.mark.parametrize(
+    ("ignore_range", "gzip"),
+    [(True, "never"), (False, "accepted"), (False, "always")],
+    ids=["ignores-range", "gzips-what-accepts-gzip", "gzips-everything"],
+)
+def test_a_host_that_ignores_range_or_gzips_still_gives_the_cli_top_ten(
+    browser, ranged_site, ignore_range, gzip
+):
+    expected = top_chunk_ids(ranged_site, QUERIES, SearchOptions(k=10))
+    ranged = ranged_files(ranged_site)
+    with QuirkyHost(ranged_site, ignore_range=ignore_range, gzip=gzip) as host:
+        visit = Visit(browser, host.url, ranged)
+        try:
+            assert visit.top_ten() == expected
+        finally:
+            visit.context.close()
+        seen = [request for request in host.requests if any(request.path.endswith(path) for path in ranged)]
+    assert visit.errors == []
+    assert seen and all(request.method == "GET" for request in seen)  # never a HEAD
+    if gzip == "accepted":  # a ranged fetch asks for identity, so Pages' gzip never meets it
+        assert all(r.range and r.accept_encoding == "identity" and r.status == 206 for r in seen)
+    elif ignore_range:  # whole files: each read once, then sliced
+        assert all(request.range and request.status == 200 for request in seen)
+        assert len(seen) == len({request.path for request in seen})
+    else:  # the browser refuses gzip it did not ask for: each file is then read whole, once, unranged
+        unranged = [request for request in seen if not request.range]
+        assert len(unranged) == len({r.path for r in unranged}) == len({r.path for r in seen})

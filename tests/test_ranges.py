@@ -1,0 +1,258 @@
+"""The ranged index files on small generated lists: checked blocks, impact-ordered postings against
+exhaustive BM25, coarse lists with rescoring against an exact int8 scan, damaged files."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import numpy as np
+import pytest
+
+from builder.site.search_files import index_files, plain_name
+from builder.stages.index import quantize
+from readingroom_core.bm25 import BM25Index, build_postings
+from readingroom_core.denselists import DenseLists, read_dense_directory
+from readingroom_core.ranges import Block, BlockReader, DamagedData, folder_range_reader, whole_file_ranges
+from readingroom_core.termindex import PAGE_ENTRIES, TermIndex, read_term_directory
+
+WORDS = [f"w{n}" for n in range(400)]
+DOCS = 1500
+DIMS = 384
+
+
+def generated_texts(seed: int = 7) -> list[str]:
+    """Zipf-like word use: a few words in most passages (several pages of postings), most words rare."""
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]
+    return [" ".join(rng.choices(WORDS, weights, k=rng.randint(8, 40))) for _ in range(DOCS)]
+
+
+def generated_vectors(seed: int = 11) -> np.ndarray:
+    """Passages in 30 topics: unit vectors spread around 30 random centres."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(30, DIMS))
+    vectors = centres[rng.integers(0, 30, DOCS)] + 0.6 * rng.normal(size=(DOCS, DIMS))
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+class CountingRanges:
+    """A folder's ranges, each request recorded."""
+
+    def __init__(self, root):
+        self.read_range = folder_range_reader(root)
+        self.asked: list[tuple[str, int, int]] = []
+
+    def __call__(self, path: str, start: int, end: int) -> bytes:
+        self.asked.append((path, start, end))
+        return self.read_range(path, start, end)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ranged")
+    texts, vectors = generated_texts(), generated_vectors()
+    built = index_files(build_postings(texts), vectors, plain_name)
+    for path, data in built.files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return root, built, texts, vectors
+
+
+def term_index(written, read_range=None) -> TermIndex:
+    root, built, *_ = written
+    directory = read_term_directory((root / built.roles["postings"]).read_bytes())
+    return TermIndex(directory, BlockReader(read_range or folder_range_reader(root)))
+
+
+def dense_index(written, read_range=None) -> DenseLists:
+    root, built, *_ = written
+    directory = read_dense_directory((root / built.roles["dense"]).read_bytes())
+    return DenseLists(directory, BlockReader(read_range or folder_range_reader(root)))
+
+
+# --- blocks --------------------------------------------------------------------------------------------
+
+
+def test_adjacent_blocks_travel_together_and_are_read_once(tmp_path):
+    data = bytes(range(256)) * 4
+    (tmp_path / "f.bin").write_bytes(data)
+    ranges = CountingRanges(tmp_path)
+    reader = BlockReader(ranges)
+    blocks = [Block("f.bin", a, b, _sha(data[a:b])) for a, b in ((0, 10), (10, 30), (100, 120), (130, 140))]
+    assert reader.read(blocks) == [data[b.start : b.end] for b in blocks]
+    assert ranges.asked == [("f.bin", 0, 30), ("f.bin", 100, 120), ("f.bin", 130, 140)]
+    assert reader.read(blocks[::-1]) == [data[b.start : b.end] for b in blocks[::-1]]  # from memory
+    assert reader.requests == 3 and reader.bytes_read == 60
+    gapped = BlockReader(CountingRanges(tmp_path))
+    gapped.read(blocks, gap=10)
+    assert gapped.requests == 2 and gapped.bytes_read == 70  # 120..130 fetched and thrown away
+
+
+def test_a_batch_is_announced_whole_before_any_range_is_read(tmp_path):
+    """The worker fetches an announced batch in parallel, then runs the step again (worker.js ranged)."""
+    data = bytes(range(256))
+    (tmp_path / "f.bin").write_bytes(data)
+    fetched: set[tuple[str, int, int]] = set()
+    ranges = CountingRanges(tmp_path)
+
+    def announce(batch):
+        missing = [r for r in batch if r not in fetched]
+        if missing:
+            fetched.update(missing)  # what the worker's parallel fetch would bring
+            raise RuntimeError(f"{len(missing)} ranges to fetch")
+
+    reader = BlockReader(ranges, announce)
+    blocks = [Block("f.bin", a, b, _sha(data[a:b])) for a, b in ((0, 10), (10, 30), (100, 120))]
+    with pytest.raises(RuntimeError, match="2 ranges to fetch"):
+        reader.read(blocks)
+    assert ranges.asked == []  # nothing read before the whole batch is in
+    assert reader.read(blocks) == [data[b.start : b.end] for b in blocks]  # the step, run again
+    assert ranges.asked == [("f.bin", 0, 30), ("f.bin", 100, 120)] == sorted(fetched)
+
+
+def test_a_block_that_does_not_match_its_checksum_is_refused_in_one_line(tmp_path):
+    (tmp_path / "f.bin").write_bytes(b"0123456789")
+    reader = BlockReader(folder_range_reader(tmp_path))
+    with pytest.raises(
+        DamagedData, match=r"^f\.bin bytes 2-6 do not match their checksum; the site's data is damaged$"
+    ):
+        reader.read([Block("f.bin", 2, 6, _sha(b"2346"))])
+    with pytest.raises(DamagedData, match="got 2 bytes"):
+        reader.read([Block("f.bin", 8, 12, _sha(b"89ab"))])  # the file ends early
+
+
+def test_a_whole_file_reader_is_sliced_and_read_once(tmp_path):
+    (tmp_path / "f.bin").write_bytes(b"abcdefghij")
+    reads = []
+
+    def read(path):
+        reads.append(path)
+        return (tmp_path / path).read_bytes()
+
+    ranges = whole_file_ranges(read)
+    assert ranges("f.bin", 2, 5) == b"cde" and ranges("f.bin", 7, 10) == b"hij"
+    assert reads == ["f.bin"]
+
+
+# --- keyword side --------------------------------------------------------------------------------------
+
+
+QUERIES = ["w0 w1 w5", "w3 w17 w250", "w0", "w399 w398 w2", "w12 w13 w14 w15 w16 w0 w1"]
+
+
+def test_every_posting_read_scores_exactly_as_the_in_memory_index(written):
+    _, _, texts, _ = written
+    exact = BM25Index(build_postings(texts))
+    index = term_index(written)
+    for query in QUERIES:
+        terms = query.split()
+        assert index.search(terms, 50, prefix=0) == exact.search(terms, 50)  # same ids, same floats
+
+
+def test_a_bounded_prefix_reads_the_heaviest_postings_first(written):
+    index = term_index(written)
+    assert index.doc_freq("w0") > 3 * PAGE_ENTRIES  # several pages
+    # one term: its best documents are its first postings, so any prefix >= k ranks exactly
+    assert index.search(["w0"], 20, prefix=PAGE_ENTRIES) == index.search(["w0"], 20, prefix=0)
+    # several terms: a document that a term's unread tail holds loses that term's (small) weight
+    overlaps = []
+    for prefix in (PAGE_ENTRIES, 2 * PAGE_ENTRIES, 4 * PAGE_ENTRIES):
+        found = 0
+        for query in QUERIES:
+            bounded = {doc for doc, _ in index.search(query.split(), 10, prefix=prefix)}
+            found += len(bounded & {doc for doc, _ in index.search(query.split(), 10, prefix=0)})
+        overlaps.append(found / (10 * len(QUERIES)))
+    assert overlaps == sorted(overlaps) and overlaps[0] >= 0.7 and overlaps[-1] >= 0.9
+
+
+def test_a_query_reads_its_dictionary_block_and_only_the_pages_it_needs(written):
+    ranges = CountingRanges(written[0])
+    index = term_index(written, ranges)
+    index.search(["w0"], 10, prefix=PAGE_ENTRIES)
+    pages = [asked for asked in ranges.asked if "postings-pages" in asked[0]]
+    assert len(ranges.asked) == 2 and len(pages) == 1
+    assert pages[0][2] - pages[0][1] == 8 * PAGE_ENTRIES  # one page of w0, not its thousand postings
+
+
+def test_dictionary_lookups_for_phrases_and_spelling(written):
+    _, _, texts, _ = written
+    index = term_index(written)
+    holding = [doc for doc, text in enumerate(texts) if "w250" in text.split()]
+    assert index.doc_ids("w250") == holding and index.doc_freq("w250") == len(holding)
+    assert index.doc_ids("nowhere") == [] and index.doc_freq("nowhere") == 0
+    assert index.terms_near("w25x", 4, 4) == sorted(w for w in WORDS if len(w) == 4 and w != "w25x")
+
+
+def test_damaged_postings_are_refused(written, tmp_path):
+    root, built, *_ = written
+    (tmp_path / "data").mkdir()
+    for path, data in built.files.items():
+        damaged = bytes(reversed(data)) if "postings-pages" in path else data
+        (tmp_path / path).write_bytes(damaged)
+    index = term_index((tmp_path, built), folder_range_reader(tmp_path))
+    with pytest.raises(DamagedData, match="postings-pages.bin bytes"):
+        index.search(["w0", "w1"], 10)
+
+
+# --- dense side ----------------------------------------------------------------------------------------
+
+
+def exact_int8(written, vector: np.ndarray, k: int) -> list[int]:
+    _, built, _, vectors = written
+    rows = quantize(vectors, built.params.scale).astype(np.float64)
+    cosines = rows @ vector / np.linalg.norm(rows, axis=1) / np.linalg.norm(vector)
+    return sorted(range(len(rows)), key=lambda doc: (-cosines[doc], doc))[:k]
+
+
+def queries_near(written, count: int = 20) -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    vectors = written[3]
+    return [vectors[i] + 0.5 * rng.normal(size=DIMS) / np.sqrt(DIMS) for i in rng.integers(0, DOCS, count)]
+
+
+def test_every_list_and_row_read_is_the_exact_int8_scan(written):
+    index = dense_index(written)
+    for query in queries_near(written, 5):
+        found = index.search(query.tolist(), 10, scan=0, rescore=0)
+        assert [doc for doc, _ in found] == exact_int8(written, query, 10)
+
+
+def test_codes_and_rescoring_keep_recall_and_read_a_fraction_of_the_rows(written):
+    root, built, *_ = written
+    recalls = []
+    index = dense_index(written)
+    for query in queries_near(written):
+        bounded = index.search(query.tolist(), 10, scan=400, rescore=50)
+        recalls.append(len({doc for doc, _ in bounded} & set(exact_int8(written, query, 10))) / 10)
+    assert np.mean(recalls) >= 0.9
+    fresh = dense_index(written)
+    fresh.search(queries_near(written)[0].tolist(), 10, scan=400, rescore=50)
+    rows_file = (
+        (root / read_dense_directory((root / built.roles["dense"]).read_bytes()).rows_file).stat().st_size
+    )
+    assert fresh._reader.bytes_read < 0.25 * rows_file
+
+
+def test_a_filter_scans_more_lists_until_enough_passages_are_allowed(written):
+    index = dense_index(written)
+    allowed = set(range(0, DOCS, 97))  # 16 passages scattered over the lists
+    found = index.search(
+        queries_near(written)[0].tolist(), 10, scan=80, rescore=20, allowed=allowed.__contains__
+    )
+    assert len(found) == 10 and {doc for doc, _ in found} <= allowed
+
+
+@pytest.mark.parametrize("damaged_file", ["dense-rows", "dense-lists"])
+def test_damaged_dense_files_are_refused(written, tmp_path, damaged_file):
+    _, built, *_ = written
+    (tmp_path / "data").mkdir()
+    for path, data in built.files.items():
+        (tmp_path / path).write_bytes(bytes(reversed(data)) if damaged_file in path else data)
+    index = dense_index((tmp_path, built), folder_range_reader(tmp_path))
+    with pytest.raises(DamagedData, match=f"{damaged_file}.bin bytes .* do not match their checksum"):
+        index.search(queries_near(written)[0].tolist(), 10, scan=0)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

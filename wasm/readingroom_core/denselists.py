@@ -1,0 +1,258 @@
+"""Dense search a query reads by range: coarse lists of 1-bit codes, then int8 rescoring of the best.
+
+The build (`builder/stages/dense_lists.py`) clusters the passage vectors (spherical k-means, about
+sqrt(N) lists) and writes three files:
+
+- the directory (`files.dense`, checked by the manifest, read when semantic search starts): the int8
+  centroids (base64, row-major) and per list its first slot, size, and byte range and sha256 in the
+  lists file:
+      {"v": FORMAT_VERSION, "dims", "block_rows": R, "lists_file": path, "rows_file": path,
+       "centroids": base64, "lists": [[first slot, count, start, end, sha256], ...]}
+- the lists file, per list: little-endian uint32 doc ids, the 1-bit sign code of each row (dims / 8
+  bytes, bit i = component i > 0), and the first 16 bytes of the sha256 of each block of R int8 rows;
+- the rows file: the int8 rows (the very rows of the HNSW file) in list order, slot s at s * dims.
+
+A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their codes by their product with
+the query (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
+cosine the HNSW reader computes (`hnsw.py`: the query held as 15-bit integers). With every list probed
+and every row rescored, the search is exact over the int8 rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import heapq
+import math
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from readingroom_core.hnsw import QUERY_RESOLUTION, dot
+from readingroom_core.ranges import Block, BlockReader
+from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
+
+ROW_SHA_BYTES = 16  # per block of rows: 128 bits of its sha256, inside the checked list
+# Rows whose codes a query scores (the nearest lists until they hold this many) and rows it rescores;
+# 0 is all. A budget in rows, not lists, so the bytes a query reads do not grow with the list count
+# (lists hold ~sqrt(N) rows). scripts/ranged_search_study.py on the 112-paper site, recall@10 against the
+# exact int8 scan: tuning questions 0.954 at 3,072/100, 0.962 at 4,096/100, 0.984 at 4,096/200 (first-sight
+# median 478 KB); held out at 4,096/200: report questions 0.988, dev questions 1.000.
+DEFAULT_SCAN = 4096
+DEFAULT_RESCORE = 200
+# Rows this close are read in one request, the bytes between thrown away; lists likewise (the build
+# chains similar lists side by side).
+ROW_GAP_BYTES = 4096
+LIST_GAP_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class ListEntry:
+    first_slot: int
+    count: int
+    start: int
+    end: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class DenseDirectory:
+    dims: int
+    block_rows: int
+    lists_file: str
+    rows_file: str
+    centroids: bytes  # int8, len(lists) x dims
+    lists: tuple[ListEntry, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": FORMAT_VERSION,
+            "dims": self.dims,
+            "block_rows": self.block_rows,
+            "lists_file": self.lists_file,
+            "rows_file": self.rows_file,
+            "centroids": base64.b64encode(self.centroids).decode("ascii"),
+            "lists": [[e.first_slot, e.count, e.start, e.end, e.sha256] for e in self.lists],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DenseDirectory:
+        lists = tuple(ListEntry(int(f), int(c), int(s), int(e), str(h)) for f, c, s, e, h in data["lists"])
+        centroids = base64.b64decode(data["centroids"])
+        if len(centroids) != len(lists) * data["dims"]:
+            raise ValueError(f"dense directory: {len(centroids)} centroid bytes for {len(lists)} lists")
+        return cls(data["dims"], data["block_rows"], data["lists_file"], data["rows_file"], centroids, lists)
+
+
+def read_dense_directory(data: bytes | str, what: str = "dense directory") -> DenseDirectory:
+    return DenseDirectory.from_json(load_versioned(data, what))
+
+
+@dataclass(frozen=True)
+class ListData:
+    """One list as read: its rows' doc ids, their codes as integers, and the sha256 prefix of each row block."""
+
+    doc_ids: list[int]
+    codes: list[int]
+    row_shas: list[str]
+
+
+def signed(data: bytes) -> list[int]:
+    return array("b", data).tolist()
+
+
+def fine_query(query: Sequence[float]) -> list[int]:
+    """The query as integers, its largest component at +-32767 (as `hnsw.UsearchFile.search` holds it)."""
+    peak = max(map(abs, query), default=0.0)
+    if not math.isfinite(peak) or peak == 0:
+        raise ValueError("query vector is zero or not finite; check the query encoder")
+    return [round(x * QUERY_RESOLUTION / peak) for x in query]
+
+
+QUERY_PLANES = 6  # bits of the query held against the 1-bit codes
+
+
+def code_scorer(fine: Sequence[int]) -> Callable[[int], int]:
+    """The query's product with a code's row of +-1 (bit i set: component i positive), up to a constant
+    and a positive factor: the query in QUERY_PLANES bit planes, so a code costs a few popcounts.
+
+    Sum(q_i * s_i) over the set bits s_i, with q_i = low + sum_b 2^b * plane_b(i), is
+    low * popcount(code) + sum_b 2^b * popcount(plane_b & code); the +-1 product is twice that less sum(q).
+    Asymmetric (the query keeps its magnitudes) it ranks far better than the Hamming distance of signs.
+    """
+    low, high = min(fine), max(fine)
+    step = max(1, -(-(high - low) // ((1 << QUERY_PLANES) - 1)))
+    levels = [(value - low) // step for value in fine]
+    planes = []
+    for bit in range(QUERY_PLANES):
+        plane = 0
+        for i, level in enumerate(levels):
+            if level >> bit & 1:
+                plane |= 1 << i
+        planes.append((1 << bit, plane))
+    offset = low // step
+
+    def score(code: int) -> int:
+        return offset * code.bit_count() + sum(
+            weight * (plane & code).bit_count() for weight, plane in planes
+        )
+
+    return score
+
+
+class DenseLists:
+    """Coarse lists, codes and rescoring over the ranged files; lists and row blocks read once each."""
+
+    def __init__(self, directory: DenseDirectory, blocks: BlockReader) -> None:
+        self.directory = directory
+        self.size = sum(entry.count for entry in directory.lists)
+        self._reader = blocks
+        dims = directory.dims
+        self._centroids = [
+            signed(directory.centroids[i * dims : (i + 1) * dims]) for i in range(len(directory.lists))
+        ]
+        self._centroid_norms = [1 / math.sqrt(dot(row, row)) if any(row) else 0.0 for row in self._centroids]
+        self._lists: dict[int, ListData] = {}
+
+    def nearest_lists(self, fine: Sequence[int], scan: int) -> list[int]:
+        """The lists whose centroids are closest in cosine, nearest first, until they hold `scan` rows
+        (0: every list)."""
+        count = len(self._centroids)
+        if scan <= 0 or scan >= self.size:
+            return list(range(count))
+        scores = [
+            dot(fine, row) * norm for row, norm in zip(self._centroids, self._centroid_norms, strict=True)
+        ]
+        chosen, rows = [], 0
+        for number in sorted(range(count), key=lambda i: (-scores[i], i)):
+            chosen.append(number)
+            rows += self.directory.lists[number].count
+            if rows >= scan:
+                break
+        return chosen
+
+    def _read_lists(self, numbers: Sequence[int]) -> list[ListData]:
+        wanted = [n for n in numbers if n not in self._lists]
+        entries = [self.directory.lists[n] for n in wanted]
+        blocks = [Block(self.directory.lists_file, e.start, e.end, e.sha256) for e in entries]
+        code_bytes = self.directory.dims // 8
+        for number, entry, data in zip(
+            wanted, entries, self._reader.read(blocks, gap=LIST_GAP_BYTES), strict=True
+        ):
+            m = entry.count
+            doc_ids = array("I")
+            doc_ids.frombytes(data[: 4 * m])
+            if sys.byteorder != "little":
+                doc_ids.byteswap()
+            codes_at = 4 * m
+            codes = [
+                int.from_bytes(data[codes_at + i * code_bytes : codes_at + (i + 1) * code_bytes], "little")
+                for i in range(m)
+            ]
+            shas_at = codes_at + m * code_bytes
+            shas = [data[at : at + ROW_SHA_BYTES].hex() for at in range(shas_at, len(data), ROW_SHA_BYTES)]
+            self._lists[number] = ListData(doc_ids.tolist(), codes, shas)
+        return [self._lists[n] for n in numbers]
+
+    def search(
+        self,
+        query: Sequence[float],
+        limit: int,
+        scan: int = DEFAULT_SCAN,
+        rescore: int = DEFAULT_RESCORE,
+        allowed: Callable[[int], bool] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Nearest `limit` (doc id, cosine) among the allowed; more rows are scanned while too few are allowed."""
+        if len(query) != self.directory.dims:
+            raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
+        fine = fine_query(query)
+        while True:
+            found = self._search(fine, limit, scan, rescore, allowed)
+            if len(found) >= limit or scan <= 0 or scan >= self.size:
+                return found
+            scan *= 2
+
+    def _search(
+        self, fine: list[int], limit: int, scan: int, rescore: int, allowed: Callable[[int], bool] | None
+    ) -> list[tuple[int, float]]:
+        numbers = self.nearest_lists(fine, scan)
+        score = code_scorer(fine)
+        ranked = []  # (minus the code's score, doc id, list number, position in the list)
+        for number, data in zip(numbers, self._read_lists(numbers), strict=True):
+            for position, (doc_id, code) in enumerate(zip(data.doc_ids, data.codes, strict=True)):
+                if allowed is None or allowed(doc_id):
+                    ranked.append((-score(code), doc_id, number, position))
+        keep = max(rescore, limit) if rescore > 0 else len(ranked)
+        if keep < len(ranked):
+            ranked = heapq.nsmallest(keep, ranked)
+        rows = self._rows([(number, position) for _, _, number, position in ranked])
+        inverse_query = 1 / math.sqrt(dot(fine, fine))
+        scored = []
+        for (_, doc_id, _, _), row in zip(ranked, rows, strict=True):
+            square = dot(row, row)
+            inverse_row = 1 / math.sqrt(square) if square else 0.0
+            scored.append((doc_id, 1.0 - (1.0 - dot(fine, row) * inverse_query * inverse_row)))
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scored[:limit]
+
+    def _rows(self, wanted: Sequence[tuple[int, int]]) -> list[list[int]]:
+        """The int8 rows at these (list, position)s, read by range block by block and checked."""
+        d = self.directory
+        row_bytes, per_block = d.dims, d.block_rows
+        blocks = {}
+        for number, position in wanted:
+            entry, block = d.lists[number], position // per_block
+            if (number, block) not in blocks:
+                first = entry.first_slot + block * per_block
+                rows = min(per_block, entry.count - block * per_block)
+                start = first * row_bytes
+                sha = self._lists[number].row_shas[block]
+                blocks[(number, block)] = Block(d.rows_file, start, start + rows * row_bytes, sha)
+        data = dict(zip(blocks, self._reader.read(list(blocks.values()), gap=ROW_GAP_BYTES), strict=True))
+        found = []
+        for number, position in wanted:
+            raw = data[(number, position // per_block)]
+            at = (position % per_block) * row_bytes
+            found.append(signed(raw[at : at + row_bytes]))
+        return found
