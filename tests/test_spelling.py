@@ -43,11 +43,25 @@ def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
     assert edit_distance("abcdef", "uvwxyz", 2) == 3
 
 
-def speller(passages):
-    from readingroom_core.bm25 import BM25Index, build_postings
-    from readingroom_core.spelling import Speller
+def speller(passages, tmp_path):
+    """A speller over the very files a site serves: the ranged term index, read from a folder."""
+    import numpy as np
 
-    return Speller(BM25Index(build_postings(passages)), passages.__getitem__)
+    from builder.site.search_files import index_files, plain_name
+    from readingroom_core.bm25 import build_postings
+    from readingroom_core.ranges import BlockReader, folder_range_reader
+    from readingroom_core.spelling import Speller
+    from readingroom_core.termindex import TermIndex, read_term_directory
+
+    vectors = np.random.default_rng(0).normal(size=(len(passages), 384))
+    built = index_files(
+        build_postings(passages), vectors / np.linalg.norm(vectors, axis=1, keepdims=True), plain_name
+    )
+    for path, data in built.files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(data)
+    directory = read_term_directory((tmp_path / built.roles["postings"]).read_bytes())
+    return Speller(TermIndex(directory, BlockReader(folder_range_reader(tmp_path))), passages.__getitem__)
 
 
 # Passages where the common word and a rarer neighbour both exist: the typo must go to the common one.
@@ -64,24 +78,24 @@ PASSAGES = [
 ]
 
 
-def test_a_typo_goes_to_the_nearest_common_word_that_agrees_with_the_query():
-    speller_ = speller(PASSAGES)
+def test_a_typo_goes_to_the_nearest_common_word_that_agrees_with_the_query(tmp_path):
+    speller_ = speller(PASSAGES, tmp_path)
     assert speller_.suggest("rotery position embeddings") == "rotary position embeddings"
     assert speller_.suggest("lenght of the sequence") == "length of the sequence"  # a misprint, far rarer
 
 
-def test_no_suggestion_rather_than_a_rare_or_distant_word():
-    speller_ = speller(PASSAGES)
+def test_no_suggestion_rather_than_a_rare_or_distant_word(tmp_path):
+    speller_ = speller(PASSAGES, tmp_path)
     assert speller_.suggest("qwerty") is None  # two edits from "qbert" in a six-letter word
     assert speller_.suggest("asdfgh") is None
     assert speller_.suggest("purple elephant banana smoothie") is None  # "smooth" is two edits away
     assert speller_.suggest("rotary position") is None  # nothing misspelt
 
 
-def test_agreement_with_the_other_words_breaks_a_tie():
+def test_agreement_with_the_other_words_breaks_a_tie(tmp_path):
     passages = [*["camel desert caravan"] * 3, *["cater wedding food"] * 5]
     # "camel" and "cater" are both one edit from "catel"; the query's other word picks the one beside
     # it, even the rarer one
-    assert speller(passages).suggest("catel desert") == "camel desert"
-    assert speller(passages).suggest("catel wedding") == "cater wedding"
-    assert speller(passages).suggest("catel") == "cater"  # alone: the commoner
+    assert speller(passages, tmp_path).suggest("catel desert") == "camel desert"
+    assert speller(passages, tmp_path).suggest("catel wedding") == "cater wedding"
+    assert speller(passages, tmp_path).suggest("catel") == "cater"  # alone: the commoner

@@ -32,7 +32,9 @@ MIN_PASSAGES = 2
 # A word in this few passages may be a misprint of the papers ("lenght", "knowlege"): it is corrected
 # when a word this many times commoner is within the allowed edits.
 MISPRINTS, MISPRINT_RATIO = 5, 50
-AGREEMENT_SHARE = 10  # a context term in over 1/10 of the passages says nothing about agreement
+# A context word in more passages than this is left out of agreement: its postings (8 bytes each, read by
+# range) would be the largest read of the query, and a word that common agrees with nearly everything.
+AGREEMENT_MOST_PASSAGES = 20_000
 
 
 @lru_cache(maxsize=1 << 15)
@@ -100,15 +102,14 @@ class Speller:
     def _agreement(self, term: str, context: list[str]) -> int:
         """Passages holding `term` and any of the query's known terms.
 
-        Terms in over a tenth of the passages are left out: they agree with everything, and their
-        postings are the largest reads a query could make.
+        Words in over AGREEMENT_MOST_PASSAGES passages are left out (see there).
         """
         docs = set(self._bm25.doc_ids(term))
         if not docs:
             return 0
         shared: set[int] = set()
         for other in context:
-            if self._bm25.doc_freq(other) * AGREEMENT_SHARE <= self._bm25.n_docs:
+            if self._bm25.doc_freq(other) <= AGREEMENT_MOST_PASSAGES:
                 shared.update(docs.intersection(self._bm25.doc_ids(other)))
         return len(shared)
 
