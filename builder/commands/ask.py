@@ -18,6 +18,7 @@ from builder.paths import DEFAULT_OUT
 
 if TYPE_CHECKING:
     from readingroom_core.answers import Evidence, Prompt
+    from readingroom_core.browser import Site
 
 DESCRIPTION = """\
 Retrieves passages from the built site (hybrid search, one passage per page, spread over papers), fits
@@ -108,6 +109,8 @@ def api_key(provider: str, base_url: str) -> str | None:
 def run_ask_command(args: argparse.Namespace) -> int:
     from builder.providers import DEFAULT_BASE_URLS
     from readingroom_core.answers import verify
+    from readingroom_core.browser import open_folder
+    from readingroom_core.library import CorpusLibrary
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
     key = ""  # --prompt-only sends nothing anywhere
@@ -116,7 +119,8 @@ def run_ask_command(args: argparse.Namespace) -> int:
         if checked_key is None:
             return 2
         key = checked_key
-    found = find_evidence(args)
+    site = open_folder(args.site)
+    found = find_evidence(args, site)
     if found is None:
         return 2
     if args.prompt_only:
@@ -128,7 +132,7 @@ def run_ask_command(args: argparse.Namespace) -> int:
     answer = stream(args, base_url, key, found.prompt)
     if answer is None:
         return 1
-    checked = verify(answer, evidence)
+    checked = verify(answer, evidence, CorpusLibrary(site.engine))
     if args.json:
         print(
             json.dumps(
@@ -156,15 +160,13 @@ def provider_key(args: argparse.Namespace, base_url: str) -> str | None:
     return key
 
 
-def find_evidence(args: argparse.Namespace) -> Evidence | None:
+def find_evidence(args: argparse.Namespace, site: Site) -> Evidence | None:
     """The passages the answer may cite, fitted to the prompt budget; None, with the error printed, when
     the search or the fitting rejects the question (a bad query, or a question too long for the budget)."""
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence
-    from readingroom_core.browser import open_folder
     from readingroom_core.querysyntax import embedding_text
 
-    site = open_folder(args.site)
     encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
     vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
     try:
