@@ -7,6 +7,7 @@ Screenshots of what changed (desktop 1366x768, phone 390 px) are written to $REA
 
 import os
 import re
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -24,6 +25,20 @@ pytestmark = pytest.mark.browser
 DESKTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 VECTORS = re.compile(r".*/vectors\.[0-9a-f]+\.usearch(\.gz)?$")
+
+
+def release(page, held: list) -> None:
+    """Let the held vector file through, once the worker has asked for it (after keyword search's files)."""
+    wait_until_held(page, held)
+    for route in held:
+        route.continue_()
+
+
+def wait_until_held(page, held: list) -> None:
+    deadline = time.monotonic() + 60
+    while not held and time.monotonic() < deadline:
+        page.evaluate("1")  # playwright hands routes over while it talks to the page
+    assert held, "the vector file was never requested"
 
 
 def shoot(page, name: str) -> None:
@@ -135,10 +150,11 @@ def test_an_ask_link_waits_for_semantic_search_before_it_gathers_sources(browser
     page.goto(site_url + "?" + urlencode({"ask": QUESTION}))
     status = "document.querySelector('.turn .turn-status')?.textContent || ''"
     wait_for(page, f"() => ({status}).includes('Waiting for semantic')")
-    assert page.locator(".turn .source-card").count() == 0 and held
+    wait_until_held(page, held)
+    assert page.locator(".turn .source-card").count() == 0
     assert not page.evaluate("readingRoom.status().semantic")
-    for route in held:
-        route.continue_()
+    assert "Waiting for semantic" in page.evaluate(status)
+    release(page, held)
     wait_for(page, "() => ['no-key', 'ready'].includes(document.querySelector('.turn')?.dataset.state)")
     assert page.evaluate("readingRoom.status().semantic") and page.locator(".turn .source-card").count()
     context.close()

@@ -5,12 +5,11 @@ screenful of results, a menu filter combined with a typed one says so, and the A
 Screenshots (desktop 1366x768, phone 390 px) are written to $READINGROOM_SHOTS when set.
 """
 
-import time
 from urllib.parse import urlencode
 
 import pytest
 from support.chromium import wait_for
-from test_ask_formats_browser import DESKTOP, PHONE, VECTORS, shoot
+from test_ask_formats_browser import DESKTOP, PHONE, VECTORS, release, shoot
 from test_site_browser import KEYWORD_QUESTION, Watched, served_site, site_url, watched  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -25,16 +24,6 @@ def open_held(view: Watched, url: str) -> list:
     view.page.goto(url)
     view.page.evaluate("window.readingRoom.ready")
     return held
-
-
-def release(page, held: list) -> None:
-    """Let the held vector file through, once the worker has asked for it (after keyword search's files)."""
-    deadline = time.monotonic() + 60
-    while not held and time.monotonic() < deadline:
-        page.evaluate("1")  # playwright hands routes over while it talks to the page
-    assert held, "the vector file was never requested"
-    for route in held:
-        route.continue_()
 
 
 def test_a_q_link_turns_hybrid_by_itself_when_semantic_search_comes_up(site_url, watched):  # noqa: F811
