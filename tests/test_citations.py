@@ -233,7 +233,9 @@ def test_reasons_say_what_is_wrong():
         'also known as"].'
     )
     reasons = [c["reason"] for c in verify(answer, EVIDENCE)["citations"]]
-    assert reasons[0] == f"p.9 of arXiv:{SURVEY} was not among the sources (given: pp.7-8, p.10)"
+    assert reasons[0] == (
+        f"p.9 of arXiv:{SURVEY} was not among the sources (given: pp.7-8, p.10); the quote is on p.7"
+    )
     assert reasons[1] == "the quote is on p.8, not p.7"
     assert reasons[2] == "the quote does not occur verbatim on p.7 (at most 7 of its 12 words match in a row)"
     assert reasons[3] == "arXiv:2401.99999 was not one of the sources given to the model"

@@ -123,3 +123,16 @@ def test_pyodide_checks_outside_the_sources_like_cpython(site, found, tmp_path):
     assert "emscripten" in in_pyodide["python"]
     assert in_pyodide["results"] == run_in_cpython(request)["results"]
     assert in_pyodide["results"][0]["citations"][0]["status"] == "outside_sources"
+
+
+def test_a_source_quote_on_a_wrong_page_is_a_wrong_page(engine, found):
+    """The quote is on a source's page; only the page cited is wrong: page_not_found, saying where."""
+    data = found[0]
+    source = data["sources"][0]
+    quote = quote_from(source["text"])
+    wrong = max(s["page_end"] for s in data["sources"]) + 7
+    answer = f'A claim [arXiv:{source["arxiv_id"]} p.{wrong} "{quote}"].'
+    (citation,) = verify(answer, data, CorpusLibrary(engine))["citations"]
+    assert citation["status"] == "page_not_found"
+    assert citation["reason"].startswith(f"p.{wrong} of arXiv:{source['arxiv_id']} was not among the sources")
+    assert "; the quote is on p." in citation["reason"]

@@ -48,6 +48,9 @@ STATUS_MARKS = {
     "page_not_found": "PAGE NOT FOUND",
     "quote_not_found": "QUOTE NOT FOUND",
     "no_quote": "NO QUOTE",
+    "no_page": "NO PAGE",
+    "outside_sources": "OUTSIDE SOURCES",
+    "version_not_found": "WRONG VERSION",
 }
 
 
@@ -224,7 +227,7 @@ def report(checked: dict) -> str:
     """The verification summary, then one line per citation and per uncited claim."""
     lines = [checked["summary"]]
     for citation in checked["citations"]:
-        pages = f"p.{citation['page']}"
+        pages = f"p.{citation['page']}" if citation["page"] else "(no page)"
         if citation["page_end"] != citation["page"]:
             pages = f"pp.{citation['page']}-{citation['page_end']}"
         source = f" (source {citation['source']})" if citation["source"] else ""

@@ -9,7 +9,8 @@ Verification, for each citation:
 - "no_page": `[arXiv:ID]` with no page (the reason says where the quote is if a source page holds it);
 - "version_not_found": the id names a version (`v97`) other than the one the site holds (an id without a
   version names the one the site holds), so its PDF link would point at another text;
-- "page_not_found": a cited page lies outside every page span of that paper's sources;
+- "page_not_found": a cited page lies outside every page span of that paper's sources (and the quote
+  is on no page of the paper outside them; the reason says which source page holds it, if one does);
 - "no_quote": no quote, or one under 3 words / 12 letters, so nothing can be checked;
 - "quote_not_found": the quote is not in the cited page's text (the reason says where it is if it is on
   another source page of that paper, or how much of it matched);
@@ -213,15 +214,27 @@ def _no_page(citation: Citation, of_paper: Sequence[SourceSpan], pages: Mapping[
 
 
 def _page_outside(
-    citation: Citation, of_paper: Sequence[SourceSpan], outside: int, library: Library | None
+    citation: Citation,
+    of_paper: Sequence[SourceSpan],
+    outside: int,
+    pages: Mapping[int, str],
+    library: Library | None,
 ) -> Citation:
-    if library is not None and quote_is_checkable(citation.quote):
+    """A cited page that no source covers: the quote on that page (or, when no source page holds it, on
+    another page of the paper) means the citation left the sources; on a source's page only, that only
+    the page is wrong."""
+    checkable = quote_is_checkable(citation.quote)
+    covered = {p: t for p, t in pages.items() if any(s.page_start <= p <= s.page_end for s in of_paper)}
+    on_source = page_holding(citation.quote, covered) if checkable else None
+    if library is not None and checkable:
         found = library.locate(citation.quote, bare_id(citation.arxiv_id), citation.page)
-        if found:
+        if found and (found.page == citation.page or on_source is None):
             return _outside(citation, found)
     given = ", ".join(pages_label(s.page_start, s.page_end) for s in of_paper)
     citation.status = "page_not_found"
     citation.reason = f"p.{outside} of arXiv:{citation.arxiv_id} was not among the sources (given: {given})"
+    if on_source is not None:
+        citation.reason += f"; the quote is on p.{on_source}"
     return citation
 
 
@@ -246,7 +259,7 @@ def verify_citation(
     covered = {p for s in of_paper for p in range(s.page_start, s.page_end + 1)}
     outside = [p for p in range(citation.page, citation.page_end + 1) if p not in covered]
     if outside:
-        return _page_outside(citation, of_paper, outside[0], library)
+        return _page_outside(citation, of_paper, outside[0], page_texts, library)
     citation.source = next(s.n for s in of_paper if s.page_start <= citation.page <= s.page_end)
     if not quote_is_checkable(citation.quote):
         citation.status = "no_quote"
