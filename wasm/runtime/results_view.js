@@ -92,6 +92,7 @@ function drawGroup(base, hits) {
   group.dataset.arxivId = first.arxiv_id;
   const heading = element("h2");
   heading.append(link(paperPageUrl(base, first.arxiv_id), first.title));
+  heading.title = first.title; // whole, where the compact view cuts it
   const byline = [authorsLabel(first.authors), first.year, `arXiv:${first.arxiv_id}`].filter(Boolean).join(" · ");
   const list = element("ol", "hits");
   list.append(...hits.map(drawHit));
