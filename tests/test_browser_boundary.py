@@ -61,6 +61,7 @@ def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
         "hits": [json.loads(json.dumps(hit_json(h, papers[h.arxiv_id]))) for h in hits],
         "weak": False,  # the query's words are in the corpus
         "suggestion": None,
+        "embeds": True,  # free text: semantic search would take part
     }
     first = reply["hits"][0]
     assert first["authors"] == list(papers[first["arxiv_id"]].authors) and first["year"]
@@ -139,6 +140,13 @@ def test_facet_filters_from_the_page_restrict_results(site):
     assert tagged and tagged != {paper.id for paper in site.engine.papers}
     hits = search(site, query="model", k=20, mode="bm25", filters={"tags": ["t1"]})["hits"]
     assert hits and {h["arxiv_id"] for h in hits} <= tagged
+
+
+def test_a_filter_only_list_says_semantic_search_would_change_nothing(site):
+    """The page offers no semantic update for a list that has no text to embed."""
+    listed = search(site, query="tag:t1", k=20, mode="hybrid")
+    assert listed["hits"] and listed["embeds"] is False
+    assert search(site, query="tag:t1 model", k=20, mode="hybrid")["embeds"] is True
 
 
 def test_queries_the_engine_rejects_come_back_as_errors(site):

@@ -160,6 +160,42 @@ CASES = [
         [],
     ),
     (
+        "the spec's shape: the quote after the brackets, in italics",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7] *"{Q_SURVEY}"*. It also uses memory '
+        f"[arXiv:{RAG} p.3] _\u201c{Q_RAG}\u201d_.",
+        ["verified", "verified"],
+        [],
+    ),
+    (
+        "the quote after the brackets: plain, after a colon, after a dash, in italics alone",
+        f'RAG adds external knowledge [arXiv:{SURVEY} p.7] "{Q_SURVEY}". It uses memory [arXiv:{RAG} p.3]: '
+        f'\u201c{Q_RAG}\u201d. Indexing cleans data [arXiv:{SURVEY} p.8] \u2014 "{Q_P8}". Retrievers adapt '
+        f"[arXiv:{SURVEY} p.10] *lets it adapt to flexible domain data*.",
+        ["verified", "verified", "verified", "verified"],
+        [],
+    ),
+    (
+        "comma before the page, round brackets, a page range, each with the quote after",
+        f'RAG adds external knowledge [arXiv:{SURVEY}, p. 7] "{Q_SURVEY}". It uses memory (arXiv:{RAG}, p.3) '
+        f'"{Q_RAG}". Indexing cleans data [arXiv:{SURVEY} pp.7-8] "{Q_P8}".',
+        ["verified", "verified", "verified"],
+        [],
+    ),
+    (
+        "no page: an id of the sources, and one that is not",
+        f'RAG adds external knowledge [arXiv:{SURVEY}] *"{Q_SURVEY}"*. Attention was introduced long ago '
+        "[arXiv:1410.2598].",
+        ["no_page", "invented"],
+        [],
+    ),
+    (
+        "markup echoed from the prompt is not a citation",
+        f'<source n="1" cite="arXiv:{SURVEY} p.7" title="Retrieval-Augmented Generation for Large Language '
+        f'Models">\nRAG adds external knowledge [arXiv:{SURVEY} p.7 "{Q_SURVEY}"].',
+        ["verified"],
+        [],
+    ),
+    (
         "a citation after the full stop belongs to its sentence",
         f'RAG adds external knowledge. [arXiv:{SURVEY} p.7 "{Q_SURVEY}"] Retrieval also lets models cite '
         "their evidence in every single answer.",
@@ -197,7 +233,9 @@ def test_reasons_say_what_is_wrong():
         'also known as"].'
     )
     reasons = [c["reason"] for c in verify(answer, EVIDENCE)["citations"]]
-    assert reasons[0] == f"p.9 of arXiv:{SURVEY} was not among the sources (given: pp.7-8, p.10)"
+    assert reasons[0] == (
+        f"p.9 of arXiv:{SURVEY} was not among the sources (given: pp.7-8, p.10); the quote is on p.7"
+    )
     assert reasons[1] == "the quote is on p.8, not p.7"
     assert reasons[2] == "the quote does not occur verbatim on p.7 (at most 7 of its 12 words match in a row)"
     assert reasons[3] == "arXiv:2401.99999 was not one of the sources given to the model"
@@ -239,6 +277,70 @@ def test_parser_reads_what_models_write():
     ]
     grouped = parse_citations('[arXiv:1706.03762 p.2 "a quote for the first", arXiv:1810.04805 p.4]')
     assert [c.quote for c in grouped] == ["a quote for the first", ""]
+
+
+def _quotes(answer: str) -> list[tuple[str, str]]:
+    return [(c.arxiv_id, c.quote) for c in parse_citations(answer)]
+
+
+A, B = "1706.03762", "1810.04805"
+Q1, Q2 = "the first quote of the answer", "the second quote of the answer"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # two citations, then one quote: the quote is the nearer one's alone
+        (f'X [arXiv:{A} p.2] [arXiv:{B} p.4] "{Q1}".', [(A, ""), (B, Q1)]),
+        # a quote before the next citation belongs to the citation before it (the spec's order)
+        (f'X [arXiv:{A} p.2] "{Q1}" [arXiv:{B} p.4].', [(A, Q1), (B, "")]),
+        # quote first throughout: each citation keeps the quote before it
+        (f'X "{Q1}" [arXiv:{A} p.2] "{Q2}" [arXiv:{B} p.4].', [(A, Q1), (B, Q2)]),
+        # quote after throughout
+        (f'X [arXiv:{A} p.2] "{Q1}" [arXiv:{B} p.4] *"{Q2}"*.', [(A, Q1), (B, Q2)]),
+        # a quote before and one after, nothing following: the spec's place (after) wins
+        (f'X "{Q1}" [arXiv:{A} p.2] "{Q2}".', [(A, Q2)]),
+        # a bracket of several: the quote after it is the last one's
+        (f'X [arXiv:{A} p.2; arXiv:{B} p.4] "{Q1}".', [(A, ""), (B, Q1)]),
+        # a quote inside the brackets is the citation's; a quote after it is not taken as well
+        (f'X [arXiv:{A} p.2 "{Q1}"] "{Q2}" says more.', [(A, Q1)]),
+        # words between the brackets and a quote: not the citation's quote
+        (f'X [arXiv:{A} p.2] and then "{Q1}" later.', [(A, "")]),
+        # a sentence's end between them: the quote opens the next sentence, not this citation
+        (f'X [arXiv:{A} p.2]. "{Q1}" is what they wrote.', [(A, "")]),
+        # emphasis in running text after a citation is a quote only when it directly follows
+        (f"X [arXiv:{A} p.2], *and this is emphasis* here.", [(A, "")]),
+    ],
+)
+def test_a_quote_belongs_to_one_citation(answer, expected):
+    assert _quotes(answer) == expected
+
+
+def test_spans_cover_a_quote_taken_from_outside_the_brackets():
+    answer = f'Claim [arXiv:{A} p.2] *"{Q1}"*. Next.'
+    (citation,) = parse_citations(answer)
+    assert answer[citation.start : citation.end] == f'[arXiv:{A} p.2] *"{Q1}"*'
+
+
+def test_ids_without_a_page():
+    answer = (
+        f"Cited [arXiv:{A}] and [arXiv:{B}v2 \u201c{Q1}\u201d] and (arXiv:{A}); mentioned arXiv:{B} and "
+        f"{A} and [{B}] in running text."
+    )
+    assert [(c.arxiv_id, c.page, c.quote) for c in parse_citations(answer)] == [
+        (A, 0, ""),
+        (f"{B}v2", 0, Q1),
+        (A, 0, ""),
+    ]
+
+
+def test_echoed_prompt_markup_is_never_a_citation():
+    echoed = (
+        f'<source n="1" cite="arXiv:{A} p.7" title="Attention Is All You Need" section="Intro">\n'
+        f"<source n='2' cite='arXiv:{B} pp.3-4' title='BERT'>\n"
+        f'The label cite="arXiv:{A} p.7" came from the prompt.'
+    )
+    assert parse_citations(echoed) == []
 
 
 def test_quote_matching_ignores_typography_but_not_words():

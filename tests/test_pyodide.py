@@ -134,6 +134,7 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         "hits": [],
         "weak": False,
         "suggestion": None,
+        "embeds": True,
     }
     assert sum(bool(reply.get("hits")) for reply in expected) >= 20
 

@@ -19,6 +19,7 @@ from builder.paths import DEFAULT_OUT
 
 if TYPE_CHECKING:
     from readingroom_core.answers import Evidence
+    from readingroom_core.browser import Site
 
 DESCRIPTION = """\
 Retrieves passages from the built site (hybrid search, one passage per page, spread over papers), fits
@@ -53,6 +54,9 @@ STATUS_MARKS = {
     "page_not_found": "PAGE NOT FOUND",
     "quote_not_found": "QUOTE NOT FOUND",
     "no_quote": "NO QUOTE",
+    "no_page": "NO PAGE",
+    "outside_sources": "OUTSIDE SOURCES",
+    "version_not_found": "WRONG VERSION",
 }
 
 
@@ -135,6 +139,8 @@ class Fit:
 def run_ask_command(args: argparse.Namespace) -> int:
     from builder.providers import DEFAULT_BASE_URLS, is_loopback
     from readingroom_core.answers import verify
+    from readingroom_core.browser import open_folder
+    from readingroom_core.library import CorpusLibrary
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
     key = ""  # --prompt-only sends nothing anywhere
@@ -147,7 +153,8 @@ def run_ask_command(args: argparse.Namespace) -> int:
         if is_loopback(base_url) and args.provider == "openai":
             args.model = args.model or local_model(base_url)
         fit = fit_to_model(args, base_url)
-    found = find_evidence(args, fit.budget)
+    site = open_folder(args.site)
+    found = find_evidence(args, site, fit.budget)
     if found is None:
         return 2
     if args.prompt_only:
@@ -159,7 +166,7 @@ def run_ask_command(args: argparse.Namespace) -> int:
     answer, stop_reason = stream(args, base_url, key, found, fit.max_tokens)
     if answer is None:
         return 1
-    checked = verify(answer, evidence)
+    checked = verify(answer, evidence, CorpusLibrary(site.engine))
     cut = stop_reason == "length"
     if args.json:
         extra = {"stop_reason": stop_reason, "max_tokens": fit.max_tokens, **_sources(evidence)}
@@ -219,15 +226,13 @@ def fit_to_model(args: argparse.Namespace, base_url: str) -> Fit:
     return Fit(budget, room, note)
 
 
-def find_evidence(args: argparse.Namespace, budget: int) -> Evidence | None:
+def find_evidence(args: argparse.Namespace, site: Site, budget: int) -> Evidence | None:
     """The passages the answer may cite, fitted to the prompt budget; None, with the error printed, when
     the search or the fitting rejects the question (a bad query, or a question too long for the budget)."""
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.answers import PromptTooLong, retrieval_query, select_evidence
-    from readingroom_core.browser import open_folder
     from readingroom_core.querysyntax import embedding_text
 
-    site = open_folder(args.site)
     encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
     vector = encoder.encode([embedding_text(retrieval_query(args.question))])[0]
     try:
@@ -303,7 +308,7 @@ def report(checked: dict) -> str:
     """The verification summary, then one line per citation and per uncited claim."""
     lines = [checked["summary"]]
     for citation in checked["citations"]:
-        pages = f"p.{citation['page']}"
+        pages = f"p.{citation['page']}" if citation["page"] else "(no page)"
         if citation["page_end"] != citation["page"]:
             pages = f"pp.{citation['page']}-{citation['page_end']}"
         source = f" (source {citation['source']})" if citation["source"] else ""

@@ -21,6 +21,7 @@ from builder.site.store import with_gzip, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
+from builder.titles import title_case
 from readingroom_core.navigation import short_names
 from readingroom_core.sitedata import (
     Artifact,
@@ -156,7 +157,7 @@ def paper_record(
     pages and headings, its chunks' doc ids, its text file and its stored vector."""
     return PaperRecord(
         id=meta.arxiv_id,
-        title=meta.title,
+        title=title_case(meta.title, meta.abstract),
         first_chunk=first_chunk,
         chunk_count=chunk_count,
         text=text,

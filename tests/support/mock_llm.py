@@ -36,6 +36,11 @@ Scenarios (`scenario` attribute, or the model name `mock-<scenario>`, which wins
   ("invented"), a source's id with a page outside every source's span ("page_not_found"), a real quote with
   one word changed ("quote_not_found"), a sentence with no citation ("uncited"), and hostile markup (an
   `<img src=x onerror=…>`, a `<script>` and a `[link](javascript:alert(1))`).
+- "formats": the citation shapes real models write, one claim per shape over the sources (cycled):
+  the spec's `[arXiv:ID p.P] *"quote"*`, a quote after the brackets plain, after a colon or a dash
+  (typographic quotes), in italics alone, `[arXiv:ID, p. P]` and `(arXiv:ID, p.P)` with the quote after,
+  a `pp.` range; then `[arXiv:ID]` without a page (expected "no_page"), `[arXiv:INVENTED_ID]`
+  ("invented") and the first source's `<source …>` tag echoed (no citation at all).
 - "bad_key" (401), "forbidden" (403), "rate_limit" (429, `Retry-After: 1`), "rate_limit_once" (429 with
   `Retry-After: 1` for the first request, then "grounded"), "model_not_found" (404), "context_too_long"
   (400): each in the API's own error JSON.
@@ -73,6 +78,7 @@ from support import mock_local
 SCENARIOS = (
     "grounded",
     "mixed",
+    "formats",
     "bad_key",
     "forbidden",
     "rate_limit",
@@ -168,11 +174,45 @@ def _near_miss(quote: str) -> str:
     return " ".join(words)
 
 
+# Each shape writes (citation with its quote) from the id, the page label and the quote.
+FORMATS = (
+    lambda i, p, q: f'[arXiv:{i} {p}] *"{q}"*',
+    lambda i, p, q: f'[arXiv:{i} {p}] "{q}"',
+    lambda i, p, q: f"[arXiv:{i} {p}]: \u201c{q}\u201d",
+    lambda i, p, q: f"[arXiv:{i} {p}] \u2014 \u201c{q}\u201d",
+    lambda i, p, q: f"[arXiv:{i} {p}] *{q}*",
+    lambda i, p, q: f'[arXiv:{i}, {p.replace(".", ". ")}] "{q}"',
+    lambda i, p, q: f'(arXiv:{i}, {p}) "{q}"',
+)
+
+
+def _formats_answer(sources: list[PromptSource], quoted: list[tuple[PromptSource, str]]) -> MockAnswer:
+    lines, expected = ["What the sources say, cited as models write it:", ""], []
+    for n, shape in enumerate(FORMATS):
+        source, quote = quoted[n % len(quoted)]
+        lines.append(f"- Claim {n + 1} holds here {shape(source.arxiv_id, source.label, quote)}.")
+        expected.append((source.arxiv_id, source.label, quote, "verified"))
+    spans = [(s, q) for s, q in quoted if s.first_page < s.last_page]
+    source, quote = (spans or quoted)[0]
+    ranged = f"pp.{source.first_page}-{source.last_page}"
+    lines.append(f'- A page range is cited too [arXiv:{source.arxiv_id} {ranged}] "{quote}".')
+    expected.append((source.arxiv_id, ranged, quote, "verified"))
+    source, quote = quoted[0]
+    lines.append(f"- Some claims name no page of their paper at all [arXiv:{source.arxiv_id}].")
+    lines.append(f"- Others cite a paper that was never given [arXiv:{INVENTED_ID}].")
+    expected += [(source.arxiv_id, "", "", "no_page"), (INVENTED_ID, "", "", "invented")]
+    echoed = f'<source n="{source.n}" cite="arXiv:{source.arxiv_id} {source.label}" title="Echoed">'
+    lines += ["", f"The prompt showed {echoed} as the first source."]
+    return MockAnswer("\n".join(lines), expected)
+
+
 def write_answer(prompt: str, scenario: str) -> MockAnswer:
     sources = prompt_sources(prompt)
     quoted = [(s, q) for s in sources if (q := quote_from(s.text))]
     if not quoted:
         return MockAnswer("The sources provided are insufficient to answer this question.")
+    if scenario == "formats":
+        return _formats_answer(sources, quoted)
     lines = ["Here is what the sources say:", ""]
     expected = []
     claims = quoted[:4]
@@ -617,7 +657,9 @@ class MockLLM:
         answer = (
             MockAnswer("")
             if scenario == "empty"
-            else write_answer(_prompt_text(api, body), "mixed" if scenario == "mixed" else "grounded")
+            else write_answer(
+                _prompt_text(api, body), scenario if scenario in ("mixed", "formats") else "grounded"
+            )
         )
         if self.drop_system and mock_local.CITATION_RULE not in mock_local.seen_text(api, body, True):
             answer = MockAnswer(mock_local.PROSE, [], [mock_local.PROSE])

@@ -17,6 +17,7 @@ from array import array
 from readingroom_core import answers
 from readingroom_core.browser import folder_reader, open_folder, open_site
 from readingroom_core.engine import SearchOptions
+from readingroom_core.library import CorpusLibrary
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 BROWSER_REQUEST = ("query", "k", "mode", "filters")  # what worker.js sends to Site.prepare
@@ -26,7 +27,7 @@ def folders(request_json: str) -> str:
     """Host folders (a JSON list) the request reads, for the Node script to mount before `handle` runs."""
     request = json.loads(request_json)
     if request["op"] == "verify":
-        return "[]"
+        return json.dumps([request["site"]] if request.get("site") else [])
     if request["op"] == "tokenize":
         return json.dumps(
             sorted({os.path.dirname(request["vocab"]), os.path.dirname(request["char_classes"])})
@@ -185,8 +186,11 @@ def evidence(request: dict) -> dict:
 
 
 def verify(request: dict) -> dict:
-    """Citation checks of each answer against its evidence."""
-    return {"results": [answers.verify(case["answer"], case["evidence"]) for case in request["cases"]]}
+    """Citation checks of each answer against its evidence (and the site's reading list, when the
+    request names a site)."""
+    library = CorpusLibrary(open_folder(request["site"]).engine) if request.get("site") else None
+    cases = request["cases"]
+    return {"results": [answers.verify(case["answer"], case["evidence"], library) for case in cases]}
 
 
 OPERATIONS = {

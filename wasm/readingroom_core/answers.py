@@ -38,8 +38,8 @@ answer's room is `tokens.answer_room` and the budget at most what fits beside it
 The worker first embeds `retrieval_text(request)` (the string the search will use) to get `query_vector`;
 None gives keyword-only evidence.
 
-`verify(answer_text, evidence)` takes that evidence dict (only "sources" and "pages" are read) and
-returns `verification.VerifyResult.to_dict()`: {"citations": [...], "uncited": [...], "verified", "total",
+`verify(answer_text, evidence, library)` takes that evidence dict (only "sources" and "pages" are read),
+and the reading list when the caller has the site (for citations outside the sources), and returns `verification.VerifyResult.to_dict()`: {"citations": [...], "uncited": [...], "verified", "total",
 "summary"}.
 """
 
@@ -55,7 +55,7 @@ from readingroom_core.citations import SHAPE, pages_label, parse_citations
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.sitedata import PaperText, TextChunk
 from readingroom_core.tokens import answer_room, budget_for_context, chat_tokens, count_tokens
-from readingroom_core.verification import SourceSpan, verify_answer
+from readingroom_core.verification import Library, SourceSpan, verify_answer
 
 # About 4,500 real tokens of a Llama-class tokenizer: fits 8k-context models with room for the answer.
 DEFAULT_BUDGET = 4500
@@ -420,10 +420,15 @@ def retrieval_text(request: Mapping[str, Any]) -> str:
     return retrieval_query(str(request["question"]), _previous_turn(request.get("history")))
 
 
-def verify(answer_text: str, evidence_data: Mapping[str, Any]) -> dict[str, Any]:
+def verify(
+    answer_text: str, evidence_data: Mapping[str, Any], library: Library | None = None
+) -> dict[str, Any]:
+    """`library` (the whole reading list, `library.CorpusLibrary`) tells citations outside the sources
+    from invented ones; without it every id that is not a source is invented."""
     pages = {
         paper: {int(page): text for page, text in texts.items()}
         for paper, texts in (evidence_data.get("pages") or {}).items()
     }
     sources = sources_for_verification(evidence_data["sources"])
-    return verify_answer(answer_text, sources, {bare_id(p): t for p, t in pages.items()}).to_dict()
+    by_id = {bare_id(p): t for p, t in pages.items()}
+    return verify_answer(answer_text, sources, by_id, library).to_dict()

@@ -27,6 +27,7 @@ from typing import Any
 from readingroom_core import answers
 from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
+from readingroom_core.library import CorpusLibrary
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.ranges import RangeRead, folder_range_reader
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
@@ -237,9 +238,10 @@ class Site:
     def search(self, search_id: int, vector: Any = None) -> str:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).
 
-        The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None} or {"error":
-        message} for a request the engine rejects (dense mode without a vector); "weak" says that the best
-        matches are weak in words and in meaning (`weakmatch`). The search stays prepared until
+        The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None, "embeds": bool}
+        or {"error": message} for a request the engine rejects (dense mode without a vector); "weak" says
+        that the best matches are weak in words and in meaning (`weakmatch`); "embeds" that the query has
+        text to embed (without, semantic search would change nothing). The search stays prepared until
         `discard`, so that a failed semantic side can be answered again keyword-only.
         """
         kept = self._searches[search_id]
@@ -249,8 +251,10 @@ class Site:
             return json.dumps({"error": str(error)})
         engine = self.engine
         terms = kept.prepared.parsed.terms
-        weak = bool(embedding_text(kept.query)) and weak_match(hits, terms, engine.doc_freq, engine.n_chunks)
-        reply = {"hits": [self.hit_json(hit) for hit in hits], "weak": weak, "suggestion": kept.suggestion}
+        embeds = bool(embedding_text(kept.query))
+        weak = embeds and weak_match(hits, terms, engine.doc_freq, engine.n_chunks)
+        hits_json = [self.hit_json(hit) for hit in hits]
+        reply = {"hits": hits_json, "weak": weak, "suggestion": kept.suggestion, "embeds": embeds}
         return json.dumps(reply)
 
     def discard(self, search_id: int) -> None:
@@ -278,6 +282,8 @@ class Site:
         return json.dumps(found)
 
     def verify_answer(self, request_json: str) -> str:
-        """{answer, evidence: {sources, pages}} -> `answers.verify`'s JSON."""
+        """{answer, evidence: {sources, pages}} -> `answers.verify`'s JSON, with the whole reading list
+        at hand for citations outside the sources."""
         request = json.loads(request_json)
-        return json.dumps(answers.verify(request["answer"], request["evidence"]))
+        library = CorpusLibrary(self.engine)
+        return json.dumps(answers.verify(request["answer"], request["evidence"], library))

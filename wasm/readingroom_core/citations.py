@@ -7,10 +7,24 @@ The one citation shape the prompt asks for, after every claim:
 one citation per bracket, several brackets for several sources, `pp.7-8` when the quote's page is not
 known. Parsing is lenient about what models really write: several citations in one bracket separated
 by `;` or `,`, `pp.` ranges with any dash, `p. 7` / `page 7`, a missing `arXiv:` prefix, typographic
-quotes (“…”, «…», „…“), a colon or comma between the parts, `(p. 7)`, a quote written just before the
-citation instead of inside it, Markdown emphasis or code marks around any part, and citations inside
-list items and table cells. A bare arXiv id counts only when a page
-follows it.
+quotes (“…”, «…», „…“), a colon or comma between the parts, `(p. 7)`, round brackets
+(`(arXiv:ID, p.7)`), Markdown emphasis or code marks around any part, and citations inside list items
+and table cells. A bare arXiv id counts only when a page follows it; `[arXiv:ID]` (brackets and the
+`arXiv:` prefix, no page) is a citation with page 0, which verification flags as naming no page.
+Text inside markup echoed from the prompt (`<source cite="arXiv:ID p.7" title="…">`, or any
+`attribute="arXiv:…"`) is never a citation.
+
+Whose quote is it: a citation's quote is
+1. the one inside its brackets; else
+2. the one right after its closing bracket (the product's own spec writes `[arXiv:ID p.7] *"quote"*`):
+   quoted (“…” or "…", in italics or not) or in italics alone, after nothing but spaces and at most one
+   colon or dash; else
+3. the one right before it (`"quote" [arXiv:ID p.7]`) that no earlier citation took.
+One exception keeps quote-first writing readable: when a citation has a quote right before it and the
+quote right after it is followed at once by the next citation (`"q1" [A] "q2" [B]`), it takes the one
+before, and the one after is the next citation's. So in `[A] [B] "q"` the quote is B's alone, in
+`[A] "q" [B]` it is A's, and in a bracket of several (`[A; B] "q"`) it is the last one's. A quote
+taken from outside the brackets becomes part of the citation's span.
 
 Uncited claims are sentences with no citation. Sentences are split out of the answer line by line:
 headings, lines ending in ":" (list and table intros), table header and rule rows, code and sentences
@@ -48,7 +62,7 @@ _OPENING = {'"': '"', "\u201c": "\u201d\u201c\"", "\u201d": "\u201d\"", "\u00ab"
             "\u2033": "\u2033\""}  # fmt: skip
 _CITATION_RE = re.compile(
     rf"(?P<open>[\[(]{_MARKS})?(?:arxiv{_MARKS}:?{_MARKS}(?P<id>{_ID})|(?<![\w.])(?P<bare>{_ID}))"
-    rf"{_MARKS}[,:;]?{_MARKS}(?P<paren>\()?{_PAGE}(?(paren)\))",
+    rf"(?:{_MARKS}[,:;]?{_MARKS}(?P<paren>\()?{_PAGE}(?(paren)\)))?",
     re.IGNORECASE,
 )
 _AFTER_PAGE_RE = re.compile(r"[\s*_`,:;\u2013\u2014-]{0,16}")
@@ -58,6 +72,17 @@ _QUOTE_BEFORE_OPEN, _QUOTE_BEFORE_CLOSE = '"\u201c\u00ab', '"\u201d\u00bb'
 _QUOTE_BEFORE_MARKS = frozenset(" \t\r\n*_`,:\u2013\u2014-")
 _QUOTE_BEFORE_CHARS = (8, 400)
 _NEXT_IN_GROUP_RE = re.compile(rf"{_MARKS}[;,]{_MARKS}(?=(?:arxiv|{_ID}))", re.IGNORECASE)
+# What may stand between a citation's closing bracket and a quote after it: spaces, at most one colon
+# or dash, emphasis marks (the quote's own opening marks are read by _read_quote).
+_BEFORE_QUOTE_AFTER_RE = re.compile(r"[ \t]{0,4}(?:[:\u2013\u2014-][ \t]{0,4})?")
+_ITALIC_QUOTE_RE = re.compile(
+    rf"(\*{{1,2}}|_{{1,2}})(?=[^\s*_])([^*_\n]{{8,{MAX_QUOTE_CHARS}}}?)(?<=\S)\1(?![*_\w])"
+)
+_CLOSING_MARKS_RE = re.compile(r"[*_]{0,3}")
+_SPACES_AND_MARKS_RE = re.compile(_MARKS)
+# Markup echoed from the prompt: a citation inside a tag, or an attribute's value, is not one.
+_TAG_RE = re.compile(r"<[A-Za-z/][^<>\n]{0,2000}>")
+_ATTRIBUTE_VALUE_RE = re.compile(r"=\s{0,4}[\"']?\s{0,4}$")
 
 
 @dataclass
@@ -100,7 +125,9 @@ class Uncited:
 
 
 def pages_label(first: int, last: int) -> str:
-    """Pages as a citation names them: `p.7`, or `pp.7-8` for a span."""
+    """Pages as a citation names them: `p.7`, or `pp.7-8` for a span (page 0: none named)."""
+    if first == 0:
+        return "no page"
     return f"p.{first}" if first == last else f"pp.{first}-{last}"
 
 
@@ -140,35 +167,96 @@ def _quote_before(answer: str, start: int, earliest: int) -> str:
     return quote
 
 
+def _quote_after(answer: str, at: int) -> tuple[str, int] | None:
+    """The quote right after a citation's closing bracket at `at` (quoted, in italics or not, or in
+    italics alone; after spaces and at most one colon or dash) and the offset after it."""
+    start = _end_of_run(_BEFORE_QUOTE_AFTER_RE, answer, at)
+    quoted = _read_quote(answer, start)
+    if quoted:
+        quote, end = quoted
+        return quote, _end_of_run(_CLOSING_MARKS_RE, answer, end)
+    italic = _ITALIC_QUOTE_RE.match(answer, start)
+    if italic and len(italic.group(2).split()) >= 2:
+        return italic.group(2), italic.end()
+    return None
+
+
+def _starts_citation(answer: str, at: int) -> bool:
+    match = _CITATION_RE.match(answer, _end_of_run(_SPACES_AND_MARKS_RE, answer, at))
+    return match is not None and match.group("first") is not None
+
+
+def _echoed_markup(answer: str) -> list[tuple[int, int]]:
+    return [match.span() for match in _TAG_RE.finditer(answer)]
+
+
+def _in_markup(answer: str, start: int, tags: list[tuple[int, int]]) -> int | None:
+    """Where the echoed markup around `start` (a tag, or an attribute's value) ends, or None when
+    `start` is not inside markup."""
+    inside = bisect_left(tags, (start + 1, -1)) - 1
+    if inside >= 0 and tags[inside][0] < start < tags[inside][1]:
+        return tags[inside][1]
+    value = _ATTRIBUTE_VALUE_RE.search(answer, max(0, start - 10), start)
+    if value is None:
+        return None
+    mark = value.group().strip("= \t\r\n")
+    closing = answer.find(mark, start, start + 200) if mark else -1
+    return closing + 1 if closing >= 0 else start + 1
+
+
+def _closing(answer: str, end: int, in_group: bool) -> int | None:
+    """The end of the citation's bracket (or of its separator from the next citation in the group)
+    when it has one; None when the citation stands outside any bracket."""
+    closing = _CLOSE_RE.match(answer, end)
+    if closing and in_group:
+        return closing.end()
+    joined = _NEXT_IN_GROUP_RE.match(answer, end)
+    if joined and in_group:
+        return joined.end()
+    return None
+
+
+def _outside_quote(answer: str, start: int, end: int, earliest: int) -> tuple[str, int]:
+    """A citation's quote from outside its brackets and the citation's new end (see the docstring)."""
+    before = _quote_before(answer, start, earliest)
+    after = _quote_after(answer, end)
+    if after and not (before and _starts_citation(answer, after[1])):
+        return after
+    return before, end
+
+
 def parse_citations(answer: str) -> list[Citation]:
-    """Every citation in `answer`, in order, with its offsets; see the module docstring for the shapes."""
+    """Every citation in `answer`, in order, with its offsets; see the module docstring for the shapes
+    and for whose quote a quote is."""
     citations: list[Citation] = []
+    tags = _echoed_markup(answer)
     at = 0
-    while True:
-        match = _CITATION_RE.search(answer, at)
-        if match is None:
-            return citations
-        arxiv_id = match.group("id") or match.group("bare")
-        first = int(match.group("first"))
-        last = int(match.group("last") or first)
-        end = match.end()
-        quote = ""
-        quoted = _read_quote(answer, _end_of_run(_AFTER_PAGE_RE, answer, end))
+    while (match := _CITATION_RE.search(answer, at)) is not None:
         start = match.start()
+        skip_to = _in_markup(answer, start, tags)
+        if skip_to is not None:
+            at = max(skip_to, start + 1)
+            continue
+        paged = match.group("first") is not None
+        in_group = match.group("open") is not None or bool(citations and citations[-1].end == start)
+        end = match.end()
+        quoted = _read_quote(answer, _end_of_run(_AFTER_PAGE_RE, answer, end))
+        quote = ""
         if quoted:
             quote, end = quoted
-        else:
-            quote = _quote_before(answer, start, citations[-1].end if citations else 0)
-        in_group = match.group("open") is not None or (citations and citations[-1].end == start)
-        closing = _CLOSE_RE.match(answer, end)
-        if closing and in_group:
-            end = closing.end()
-        else:
-            joined = _NEXT_IN_GROUP_RE.match(answer, end)
-            if joined and in_group:
-                end = joined.end()
+        closed = _closing(answer, end, in_group)
+        if not paged and (closed is None or match.group("id") is None):
+            at = match.end()
+            continue  # a bare id, or arXiv:ID in running text: a mention, not a citation
+        end = closed if closed is not None else end
+        if not quote:
+            quote, end = _outside_quote(answer, start, end, citations[-1].end if citations else 0)
+        first = int(match.group("first") or 0)
+        last = int(match.group("last") or first)
+        arxiv_id = match.group("id") or match.group("bare")
         citations.append(Citation(arxiv_id, min(first, last), max(first, last), quote.strip(), start, end))
         at = end
+    return citations
 
 
 # --- uncited claims ----------------------------------------------------------------------------------

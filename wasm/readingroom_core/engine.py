@@ -420,4 +420,3 @@ def _share(prefix: int, allowed: Allowed | None, n_docs: int) -> int:
     if prefix <= 0 or allowed is None or allowed.count <= 0:
         return prefix
     return prefix * math.ceil(n_docs / allowed.count)
-

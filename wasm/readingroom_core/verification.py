@@ -1,19 +1,27 @@
 """Checking an answer's citations against the page text of the sources it was given.
 
 Verification, for each citation:
-- "invented": the id is not the id of any source;
+- "invented": the id is not the id of any source (and, when the reading list is known, not in it
+  either; the reason says where the quote is if it is somewhere in the list);
+- "outside_sources": the id (or the cited page) is in the reading list but was not among the sources;
+  when the quote is found there the reason says so ("found on p.5 of arXiv:X, which was not among the
+  sources") and `found_page` names that page;
+- "no_page": `[arXiv:ID]` with no page (the reason says where the quote is if a source page holds it);
 - "version_not_found": the id names a version (`v97`) other than the one the site holds (an id without a
   version names the one the site holds), so its PDF link would point at another text;
-- "page_not_found": a cited page lies outside every page span of that paper's sources;
+- "page_not_found": a cited page lies outside every page span of that paper's sources (and the quote
+  is on no page of the paper outside them; the reason says which source page holds it, if one does);
 - "no_quote": no quote, or one under 3 words / 12 letters, so nothing can be checked;
 - "quote_not_found": the quote is not in the cited page's text (the reason says where it is if it is on
   another source page of that paper, or how much of it matched);
 - "verified": the quote is in the cited page's text. A quote that runs across a page break counts when
   it starts or ends on the cited page and continues on the neighbouring page; the reason says so.
-Matching follows one rule, `canonical`: what PDFs and typing change freely (case, ligatures, accents,
-quote and dash styles, whitespace, spacing around punctuation, line-end hyphenation) is ignored; what
-carries meaning (every letter and digit, word boundaries, decimal points, signs, percent and comparison
-signs) must match exactly, and a quote starts and ends on word boundaries of the page.
+Looking beyond the sources needs the site's texts: a `Library` (`library.CorpusLibrary` over the
+search engine) says which ids the reading list holds and finds a quote's page by searching the quote's
+words with BM25 and checking the few candidate pages' text, so the look-up is bounded and reads only
+the text files of those candidates. Without a library (a bare evidence dict) every id that is not a
+source is "invented" and every page outside them "page_not_found".
+Matching follows one rule, `quotes.canonical` (see `quotes`).
 
 JSON (`VerifyResult.to_dict()`), what the browser shows:
     {"citations": [{"arxiv_id", "page", "page_end", "quote", "verified", "status", "reason",
@@ -28,19 +36,13 @@ citation's offsets in the answer text.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import Citation, Uncited, find_uncited, pages_label, parse_citations
-
-MIN_QUOTE_WORDS = 3
-MIN_QUOTE_LETTERS = 12
-PAGE_MARK_RE = re.compile(r"\s*\u27e6p\.\d+\u27e7\s*")  # ⟦p.8⟧, where the prompt shows a page break
+from readingroom_core.quotes import MIN_QUOTE_WORDS, find_quote, longest_matching_words, quote_is_checkable
 
 
 @dataclass
@@ -78,167 +80,25 @@ class SourceSpan:
     version: str = ""  # the version the site holds, such as "v2"; "" when the site does not say
 
 
-# --- matching ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Found:
+    """Where a quote lies in the reading list."""
 
-# Characters that carry a number's or a comparison's meaning: kept, and glued to their neighbours so that
-# spacing around them ("49 %", "< 5") does not matter while dropping or adding one does.
-_SYMBOLS = frozenset("+-\u00b1%<>\u2264\u2265\u2260\u226a\u226b=~\u2248\u00d7^_")
-_DASHES = frozenset("-\u00ad\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d")
-_NUMBER_MARKS = frozenset(".,/:\u2044")  # kept between two digits: 1.4, 1,000, 3/4, 1:2
-_SPACE, _DROP = " ", ""
+    arxiv_id: str
+    page: int
 
 
-def _pieces(text: str) -> list[tuple[str, int]]:
-    """(character, offset) after NFKD, case folding and accent dropping; whitespace and punctuation that
-    carries no meaning become one " ", superscripts and subscripts a "^" or "_" before their digits."""
-    pieces: list[tuple[str, int]] = []
-    for index, char in enumerate(text):
-        if char.isascii():
-            if char.isalnum():
-                pieces.append((char.lower(), index))
-            elif char in _SYMBOLS or char in _NUMBER_MARKS:
-                pieces.append((char, index))
-            else:
-                pieces.append((_SPACE, index))
-            continue
-        if char in _DASHES:
-            pieces.append(("-", index))
-            continue
-        if char in _SYMBOLS:
-            pieces.append((char, index))
-            continue
-        tag = unicodedata.decomposition(char)
-        if tag.startswith(("<super>", "<sub>")):
-            pieces.append(("^" if tag.startswith("<super>") else "_", index))
-        for part in unicodedata.normalize("NFKD", char).casefold():
-            if part.isalnum() or part in _SYMBOLS or part in _NUMBER_MARKS:
-                pieces.append((part, index))
-            elif unicodedata.category(part) in ("Mn", "Cf"):
-                continue  # accents and invisible format characters (soft hyphens are dashes above)
-            else:
-                pieces.append((_SPACE, index))
-    return pieces
+class Library(Protocol):
+    """The whole reading list, for citations that leave the sources."""
 
+    def holds(self, arxiv_id: str) -> bool:
+        """Whether the reading list holds this (bare) arXiv id."""
+        ...
 
-def _resolve(pieces: list[tuple[str, int]]) -> list[str]:
-    """What each piece becomes: a dash before a number is a sign or a range ("-4.9", "10 - 20"); a dash
-    right after a letter and before a letter, with or without a line break between, joins them
-    ("re-\\ntriever", "first-stage" and "firststage" are one word, as PDFs and the parser's
-    de-hyphenation write it either way); any other dash separates words; number marks
-    count only between two digits; runs of separators shrink to one space between words and vanish
-    next to symbols."""
-    chars = [char for char, _ in pieces]
-    count = len(chars)
-    next_solid = [count] * (count + 1)  # index of the next piece that is not a separator
-    for i in range(count - 1, -1, -1):
-        next_solid[i] = i if chars[i] != _SPACE else next_solid[i + 1]
-    out = chars[:]
-    for i, char in enumerate(chars):
-        after = chars[next_solid[i + 1]] if next_solid[i + 1] < count else ""
-        if char == "-":
-            if after.isdigit():
-                out[i] = "-"
-            elif i > 0 and chars[i - 1].isalpha() and after.isalpha():
-                out[i] = _DROP
-                for j in range(i + 1, next_solid[i + 1]):
-                    out[j] = _DROP
-            else:
-                out[i] = _SPACE
-        elif char in _NUMBER_MARKS:
-            joins_digits = 0 < i < count - 1 and chars[i - 1].isdigit() and chars[i + 1].isdigit()
-            out[i] = char if joins_digits else _SPACE
-    return out
-
-
-def canonical(text: str) -> tuple[str, tuple[int, ...]]:
-    """The one rule by which a quote matches page text, and each kept character's offset in `text`.
-
-    Equal after this: case (case folding), ligatures and other compatibility forms (NFKD), accents,
-    quote styles, dash styles (‐‑‒–—− are all "-" as signs), runs of whitespace and punctuation that
-    carries no meaning, spacing around symbols, and hyphens inside a word ("re-\\ntriever" = "retriever").
-    Kept exactly: every letter and digit, each word boundary (one space), decimal points and commas
-    between digits, signs (+ - ± as signs or ranges), % and comparison signs (< > ≤ ≥ = ≠ ~ ≈ ×),
-    superscripts."""
-    pieces = _pieces(text)
-    resolved = _resolve(pieces)
-    chars: list[str] = []
-    offsets: list[int] = []
-    for (_, offset), char in zip(pieces, resolved, strict=True):
-        if char == _DROP:
-            continue
-        if char == _SPACE:
-            if chars and chars[-1] != _SPACE and chars[-1] not in _SYMBOLS:
-                chars.append(_SPACE)
-                offsets.append(offset)
-            continue
-        if char in _SYMBOLS and chars and chars[-1] == _SPACE:
-            chars.pop()
-            offsets.pop()
-        chars.append(char)
-        offsets.append(offset)
-    if chars and chars[-1] == _SPACE:
-        chars.pop()
-        offsets.pop()
-    return "".join(chars), tuple(offsets)
-
-
-@lru_cache(maxsize=256)
-def _page_canonical(text: str) -> tuple[str, tuple[int, ...]]:
-    """`canonical` of a page or source text, cached apart from quotes: one answer checks the same pages
-    many times, and its many quotes must not push them out."""
-    return canonical(text)
-
-
-@lru_cache(maxsize=64)
-def _quote_canonical(quote: str) -> str:
-    return canonical(PAGE_MARK_RE.sub(" ", quote))[0]
-
-
-def quote_is_checkable(quote: str) -> bool:
-    return (
-        len(quote.split()) >= MIN_QUOTE_WORDS
-        and sum(c.isalnum() for c in _quote_canonical(quote)) >= MIN_QUOTE_LETTERS
-    )
-
-
-def _at_boundary(text: str, at: int) -> bool:
-    """Whether a match may start or end at `at` of a canonical text: at either end, next to a space, or
-    between a letter and a symbol; never inside a word or number, nor between a number and its sign,
-    percent or comparison ("4.9" is not in "-4.9%")."""
-    if at <= 0 or at >= len(text) or _SPACE in (text[at - 1], text[at]):
-        return True
-    left, right = text[at - 1], text[at]
-    return (left.isalpha() and right in _SYMBOLS) or (left in _SYMBOLS and right.isalpha())
-
-
-def find_quote(quote: str, text: str) -> tuple[int, int] | None:
-    """[start, end) of `quote` in `text` under `canonical`'s rule, starting and ending on word
-    boundaries of `text`, or None."""
-    wanted = _quote_canonical(quote)
-    if not wanted:
-        return None
-    letters, offsets = _page_canonical(text)
-    at = letters.find(wanted)
-    while at >= 0:
-        end = at + len(wanted)
-        if _at_boundary(letters, at) and _at_boundary(letters, end):
-            return offsets[at], offsets[end - 1] + 1
-        at = letters.find(wanted, at + 1)
-    return None
-
-
-def _longest_matching_words(quote: str, text: str) -> int:
-    """The longest run of the quote's words that occurs in `text` (for reasons). A run that occurs
-    keeps occurring when shortened, so one sliding window finds it with a linear number of searches."""
-    words = [canonical(word)[0] for word in quote.split()]
-    letters = _page_canonical(text)[0]
-    best = end = 0
-    for start in range(len(words)):
-        end = max(end, start)
-        while end < len(words) and " ".join(words[start : end + 1]) in letters:
-            end += 1
-        best = max(best, end - start)
-    return best
+    def locate(self, quote: str, arxiv_id: str | None, page: int = 0) -> Found | None:
+        """The page of the reading list (of `arxiv_id` only, when given) that holds `quote`, or None;
+        `page`, the cited page, is the answer whenever it holds the quote."""
+        ...
 
 
 # --- verification ------------------------------------------------------------------------------------
@@ -287,36 +147,119 @@ def _across(starts: list[tuple[int, int]], span: tuple[int, int]) -> str:
     return f"the quote runs across the page break from p.{first} to p.{last}" if first != last else ""
 
 
+def page_holding(quote: str, pages: Mapping[int, str]) -> int | None:
+    """The page of `pages` on which `quote` starts (also when it runs on over the next page), or None."""
+    for number in sorted(pages):
+        if find_quote(quote, pages[number]):
+            return number
+        across = _joined(pages, [number, number + 1])
+        if across and (span := find_quote(quote, across[0])):
+            return _page_at(across[1], span[0])
+    return None
+
+
+def _not_a_source(citation: Citation, wanted: str, library: Library | None) -> Citation:
+    """An id that is none of the sources': in the reading list ("outside_sources") or not ("invented")."""
+    checkable = quote_is_checkable(citation.quote)
+    if library is None or not library.holds(wanted):
+        citation.status = "invented"
+        citation.reason = (
+            f"arXiv:{citation.arxiv_id} is not in the reading list"
+            if library is not None
+            else f"arXiv:{citation.arxiv_id} was not one of the sources given to the model"
+        )
+        found = library.locate(citation.quote, None) if library is not None and checkable else None
+        if found:
+            citation.reason += f"; the quote is on p.{found.page} of arXiv:{found.arxiv_id}"
+        return citation
+    return _outside(citation, library.locate(citation.quote, wanted, citation.page) if checkable else None)
+
+
+def _outside(citation: Citation, found: Found | None) -> Citation:
+    citation.status = "outside_sources"
+    if found:
+        citation.found_page = found.page
+        citation.reason = (
+            f"found on p.{found.page} of arXiv:{found.arxiv_id}, which was not among the sources"
+        )
+    else:
+        quote = "the quote is not in it" if quote_is_checkable(citation.quote) else "no quote to check"
+        citation.reason = (
+            f"arXiv:{citation.arxiv_id} is in the reading list but was not among the sources; {quote}"
+        )
+    return citation
+
+
+def _version_mismatch(citation: Citation, of_paper: Sequence[SourceSpan], wanted: str) -> bool:
+    cited_version = citation.arxiv_id[len(wanted) :].lower()
+    if not cited_version or any(s.version.lower() == cited_version for s in of_paper):
+        return False
+    held = of_paper[0].version
+    citation.status = "version_not_found"
+    citation.reason = (
+        f"arXiv:{citation.arxiv_id} is not in the reading list, which holds {of_paper[0].arxiv_id}{held}"
+        if held
+        else f"arXiv:{citation.arxiv_id} names a version; the site does not say which one it holds"
+    )
+    return True
+
+
+def _no_page(citation: Citation, of_paper: Sequence[SourceSpan], pages: Mapping[int, str]) -> Citation:
+    citation.status, citation.source = "no_page", of_paper[0].n
+    citation.reason = f"arXiv:{citation.arxiv_id} is cited without a page"
+    if quote_is_checkable(citation.quote) and (page := page_holding(citation.quote, pages)) is not None:
+        citation.found_page = page
+        citation.reason += f"; the quote is on p.{page}"
+    return citation
+
+
+def _page_outside(
+    citation: Citation,
+    of_paper: Sequence[SourceSpan],
+    outside: int,
+    pages: Mapping[int, str],
+    library: Library | None,
+) -> Citation:
+    """A cited page that no source covers: the quote on that page (or, when no source page holds it, on
+    another page of the paper) means the citation left the sources; on a source's page only, that only
+    the page is wrong."""
+    checkable = quote_is_checkable(citation.quote)
+    covered = {p: t for p, t in pages.items() if any(s.page_start <= p <= s.page_end for s in of_paper)}
+    on_source = page_holding(citation.quote, covered) if checkable else None
+    if library is not None and checkable:
+        found = library.locate(citation.quote, bare_id(citation.arxiv_id), citation.page)
+        if found and (found.page == citation.page or on_source is None):
+            return _outside(citation, found)
+    given = ", ".join(pages_label(s.page_start, s.page_end) for s in of_paper)
+    citation.status = "page_not_found"
+    citation.reason = f"p.{outside} of arXiv:{citation.arxiv_id} was not among the sources (given: {given})"
+    if on_source is not None:
+        citation.reason += f"; the quote is on p.{on_source}"
+    return citation
+
+
 def verify_citation(
-    citation: Citation, sources: Sequence[SourceSpan], pages: Mapping[str, Mapping[int, str]]
+    citation: Citation,
+    sources: Sequence[SourceSpan],
+    pages: Mapping[str, Mapping[int, str]],
+    library: Library | None = None,
 ) -> Citation:
     """Sets the citation's status, reason, source, found page and highlight; `pages` maps a bare arXiv
-    id to its page texts (the sources' pages and their neighbours)."""
+    id to its page texts (the sources' pages and their neighbours); `library`, when given, is the
+    whole reading list, for citations that leave the sources."""
     wanted = bare_id(citation.arxiv_id)
     of_paper = [s for s in sources if bare_id(s.arxiv_id) == wanted]
     if not of_paper:
-        citation.status = "invented"
-        citation.reason = f"arXiv:{citation.arxiv_id} was not one of the sources given to the model"
+        return _not_a_source(citation, wanted, library)
+    if _version_mismatch(citation, of_paper, wanted):
         return citation
-    cited_version = citation.arxiv_id[len(wanted) :].lower()
-    if cited_version and all(s.version.lower() != cited_version for s in of_paper):
-        held = of_paper[0].version
-        citation.status = "version_not_found"
-        citation.reason = (
-            f"arXiv:{citation.arxiv_id} is not in the reading list, which holds {of_paper[0].arxiv_id}{held}"
-            if held
-            else f"arXiv:{citation.arxiv_id} names a version; the site does not say which one it holds"
-        )
-        return citation
+    page_texts = dict(pages.get(wanted, {}))
+    if citation.page == 0:
+        return _no_page(citation, of_paper, page_texts)
     covered = {p for s in of_paper for p in range(s.page_start, s.page_end + 1)}
     outside = [p for p in range(citation.page, citation.page_end + 1) if p not in covered]
     if outside:
-        given = ", ".join(pages_label(s.page_start, s.page_end) for s in of_paper)
-        citation.status = "page_not_found"
-        citation.reason = (
-            f"p.{outside[0]} of arXiv:{citation.arxiv_id} was not among the sources (given: {given})"
-        )
-        return citation
+        return _page_outside(citation, of_paper, outside[0], page_texts, library)
     citation.source = next(s.n for s in of_paper if s.page_start <= citation.page <= s.page_end)
     if not quote_is_checkable(citation.quote):
         citation.status = "no_quote"
@@ -326,7 +269,6 @@ def verify_citation(
             else f"the quote is too short to check (at least {MIN_QUOTE_WORDS} words)"
         )
         return citation
-    page_texts = dict(pages.get(wanted, {}))
     found, reason, found_page = _check_quote(citation, page_texts)
     if not found:
         citation.status = "quote_not_found"
@@ -353,14 +295,17 @@ def _missing_quote_reason(
     else:
         texts = cited[0]
     words = len(citation.quote.split())
-    matched = _longest_matching_words(citation.quote, texts)
+    matched = longest_matching_words(citation.quote, texts)
     if matched == 0:
         return f"the quote does not occur on {where}"
     return f"the quote does not occur verbatim on {where} (at most {matched} of its {words} words match in a row)"
 
 
 def verify_answer(
-    answer: str, sources: Sequence[SourceSpan], pages: Mapping[str, Mapping[int, str]]
+    answer: str,
+    sources: Sequence[SourceSpan],
+    pages: Mapping[str, Mapping[int, str]],
+    library: Library | None = None,
 ) -> VerifyResult:
-    citations = [verify_citation(c, sources, pages) for c in parse_citations(answer)]
+    citations = [verify_citation(c, sources, pages, library) for c in parse_citations(answer)]
     return VerifyResult(citations, find_uncited(answer, citations))

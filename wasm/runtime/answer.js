@@ -31,6 +31,7 @@ export function reasonText(citation) {
 }
 
 function citedPages(citation) {
+  if (!citation.page) return "(no page)";
   return citation.page_end && citation.page_end !== citation.page ? `pp.${citation.page}-${citation.page_end}` : `p.${citation.page}`;
 }
 
@@ -122,7 +123,7 @@ export function renderVerified(text, citations, uncited, sourceId) {
 
 function drawCitation(citation, sourceId) {
   const label = escapeHtml(`arXiv:${citation.arxiv_id} ${citedPages(citation)}`);
-  const pdf = pdfUrl(citation.arxiv_id, citation.found_page ?? citation.page);
+  const pdf = pdfUrl(citation.arxiv_id, citation.found_page ?? (citation.page || 1));
   const quote = citation.quote ? escapeHtml(` “${citation.quote}”`) : "";
   if (citation.verified) {
     const target = escapeHtml(sourceId ? `#${sourceId}` : pdf);
@@ -153,7 +154,7 @@ function citedPapers(citations, sources) {
     const source = sources.find((s) => s.arxiv_id === citation.arxiv_id);
     if (!byId.has(citation.arxiv_id)) byId.set(citation.arxiv_id, { arxiv_id: citation.arxiv_id, source, pages: new Set(), verified: 0, total: 0 });
     const paper = byId.get(citation.arxiv_id);
-    paper.pages.add(citation.page);
+    if (citation.page) paper.pages.add(citation.page);
     paper.total += 1;
     if (citation.verified) paper.verified += 1;
   }
@@ -163,7 +164,7 @@ function citedPapers(citations, sources) {
 export function answerMarkdown({ question, answer, citations, sources, summary }) {
   const lines = [`# ${question}`, "", answer.trim(), "", "## References", ""];
   for (const paper of citedPapers(citations, sources)) {
-    const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ");
+    const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ") || "no page";
     const title = paper.source ? `${paper.source.title}. ` : "";
     const state = paper.verified === paper.total ? "verified" : `${paper.verified} of ${paper.total} citations verified`;
     lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${absUrl(paper.arxiv_id)}`);
@@ -172,7 +173,8 @@ export function answerMarkdown({ question, answer, citations, sources, summary }
   return lines.join("\n");
 }
 
-/** A .bib file of the cited papers that are among the sources, keyed by arXiv id (unique in one file). */
+/** A .bib file of the cited papers that are among the sources, keyed by arXiv id (unique in one file);
+ * empty when the answer cites none of them. */
 export function citedBibtex({ citations, sources }) {
   const entries = citedPapers(citations, sources)
     .filter((paper) => paper.source) // not among the sources: nothing known about it

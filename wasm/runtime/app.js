@@ -19,7 +19,7 @@ const state = client.state;
 
 // Ask mode's modules load beside search; readingRoom.ask waits for them.
 const askMode = import("./ask.js").then(({ startAsk }) =>
-  startAsk({ config, request: client.request.bind(client), state }),
+  startAsk({ config, request: client.request.bind(client), state, semanticReady: client.semantic.promise }),
 );
 
 /** @type {ReadingRoom} */
@@ -81,6 +81,7 @@ form.querySelector(".filters").before(optionsToggle);
 // --- searching -------------------------------------------------------------------------------------------
 
 let latest = 0;
+let movedOn = false; // the reader scrolled or went into the results drawn last (see upgradeToHybrid)
 
 /** Search for the query of `params` and draw its reply, unless a later search has started meanwhile. */
 async function runSearch(params, k = RESULTS_K) {
@@ -100,6 +101,7 @@ async function runSearch(params, k = RESULTS_K) {
     if (mine !== latest) return;
     const drawn = drawnReply(reply, k);
     view.draw(drawn);
+    drawFilterNote(params);
     saveView({ url: currentUrl(), drawn, scrollY: 0 });
   } catch (error) {
     if (mine === latest) view.clear(error.message, "message error");
@@ -108,8 +110,29 @@ async function runSearch(params, k = RESULTS_K) {
   }
 }
 
+// A menu filter and the same field typed into the query (tag:, cat:) widen each other: say so.
+const filterNote = element("p", "filter-note");
+filterNote.id = "filter-note";
+filterNote.setAttribute("role", "note");
+filterNote.hidden = true;
+view.results.before(filterNote);
+const MENU_FIELDS = { tag: ["tag", "Tag", "tags"], cat: ["cat", "Category", "categories"] };
+
+/** @param {URLSearchParams} params */
+function drawFilterNote(params) {
+  const query = params.get("q") || "";
+  const both = Object.entries(MENU_FIELDS).filter(
+    ([param, [field]]) => params.get(param) && new RegExp(`(?<!\\S)${field}:\\S`, "i").test(query),
+  );
+  filterNote.hidden = !both.length;
+  filterNote.textContent = both
+    .map(([param, [field, menu, plural]]) => `The ${menu} menu (${params.get(param)}) and ${field}: in the query combine: papers with any of these ${plural} are shown.`)
+    .join(" ");
+}
+
 /** @param {"typing" | "submit" | "filter"} how */
 function search(how) {
+  movedOn = false;
   return runSearch(router.record(how));
 }
 
@@ -131,6 +154,7 @@ function restore(entry) {
   const saved = savedView(entry);
   if (!saved) return false;
   view.draw(saved.drawn);
+  drawFilterNote(currentParams());
   window.scrollTo(0, saved.scrollY || 0);
   return true;
 }
@@ -185,19 +209,28 @@ function drawStatus() {
   statusLine.classList.toggle("error", Boolean(state.error && !state.keyword));
 }
 
-// Results on screen are never reordered under the reader: a button offers the semantic re-rank.
-function offerRerank() {
-  if (!view.shown || view.shown.semantic || fields.mode.value === "bm25") return;
+// Keyword-only results (a shared ?q= link opened while semantic search loads) become hybrid by
+// themselves when semantic search comes up, unless the reader has moved on (scrolled, or gone into the
+// results): those are never reordered under them, and a button offers the update instead. A list with
+// no text to embed (filters only) would not change, so it gets neither.
+const readerMovedOn = () => (movedOn = true);
+for (const event of ["focusin", "pointerdown", "keydown"]) view.results.addEventListener(event, readerMovedOn);
+window.addEventListener("scroll", () => window.scrollY > 0 && readerMovedOn(), { passive: true });
+
+function upgradeToHybrid() {
+  const shown = view.shown;
+  if (!shown || shown.semantic || !shown.embeds || fields.mode.value === "bm25") return;
+  if (!movedOn) return void runSearch(currentParams(), shown.k);
   const update = element("button", null, "Update results with semantic search");
   update.type = "button";
-  update.addEventListener("click", () => runSearch(currentParams()));
+  update.addEventListener("click", () => runSearch(currentParams(), shown.k));
   notice.replaceChildren(element("span", null, "Semantic search is ready. "), update);
   notice.hidden = false;
 }
 
 client.listen((message) => {
   if (["progress", "ready", "failed", "semantic_failed"].includes(message.type)) drawStatus();
-  if (message.type === "ready" && message.which === "semantic") offerRerank();
+  if (message.type === "ready" && message.which === "semantic") upgradeToHybrid();
 });
 
 // --- start -------------------------------------------------------------------------------------------------

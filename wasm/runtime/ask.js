@@ -78,9 +78,10 @@ function waitSeconds(seconds, signal, onTick) {
 }
 
 class AskMode {
-  /** @param {{config: AppConfig, request: Request, state: Status}} options */
-  constructor({ config, request, state }) {
+  /** @param {{config: AppConfig, request: Request, state: Status, semanticReady: Promise<void>}} options */
+  constructor({ config, request, state, semanticReady }) {
     this.config = config;
+    this.semanticReady = semanticReady;
     this.request = request;
     this.state = state;
     this.settings = new LlmSettings(config.base);
@@ -183,13 +184,18 @@ class AskMode {
     if (turn.prompt) {
       tools.push(button("Copy prompt", (event) => turn.copyPrompt(/** @type {HTMLElement} */ (event.target)), "copy-prompt"));
     }
-    if (turn.sources.length) tools.push(button("Check an answer", () => turn.openCheck(), "check-answer"));
+    if (turn.sources.length) {
+      const check = button("Check an answer", () => turn.toggleCheck(check), "check-answer");
+      check.setAttribute("aria-expanded", String(!turn.check.hidden));
+      check.setAttribute("aria-controls", turn.check.id);
+      tools.push(check);
+    }
     if (turn.answer.trim() && turn.verified) {
       const markdown = () => answerMarkdown({ ...turn.result(), summary: turn.summary.textContent });
-      tools.push(
-        button("Download answer (Markdown)", () => saveFile("answer.md", "text/markdown", markdown()), "export-md"),
-        button("Download BibTeX", () => saveFile("cited.bib", "application/x-bibtex", citedBibtex(turn.result())), "export-bib"),
-      );
+      tools.push(button("Download answer (Markdown)", () => saveFile("answer.md", "text/markdown", markdown()), "export-md"));
+      // BibTeX only for what the answer cites (of the sources, whose metadata the page holds).
+      const entries = citedBibtex(turn.result());
+      if (entries) tools.push(button("Download BibTeX", () => saveFile("cited.bib", "application/x-bibtex", entries), "export-bib"));
     }
     turn.tools.replaceChildren(...tools);
   }
@@ -197,6 +203,7 @@ class AskMode {
   /** The form to paste an answer from any chat into, checked against this turn's sources. @param {Turn} turn */
   checkForm(turn) {
     const check = element("form", "check-form");
+    check.id = `${turn.id}-check`;
     check.hidden = true;
     const label = element("label", null, "Paste an answer from any chat to check its citations against these sources");
     const box = element("textarea");
@@ -324,6 +331,13 @@ class AskMode {
   async findSources(turn, provider) {
     const started = performance.now();
     const history = this.turns.filter((t) => t !== turn && t.answer.trim()).map((t) => ({ question: t.question, answer: t.answer }));
+    // Sources are gathered by hybrid search: a question asked (or opened from a link) while semantic
+    // search loads waits for it; if it fails to load, keyword search finds them.
+    if (!this.state.semantic && !this.state.semantic_error) {
+      turn.sourcesStatus.textContent = "Waiting for semantic search to load, to find the sources…";
+      await this.semanticReady.catch(() => {});
+      turn.sourcesStatus.textContent = "Finding sources…";
+    }
     try {
       const { budget, context, max_tokens } = provider;
       const evidence = await this.request("evidence", { question: turn.question, history, budget, context, max_tokens });

@@ -249,9 +249,11 @@ export class Turn {
     setTimeout(() => (target.textContent = "Copy prompt"), 2500);
   }
 
-  openCheck() {
-    this.check.hidden = false;
-    this.check.querySelector("textarea").focus();
+  /** Open (or close again) the form to paste an answer into; `toggle` is the button that does it. */
+  toggleCheck(toggle) {
+    this.check.hidden = !this.check.hidden;
+    toggle.setAttribute("aria-expanded", String(!this.check.hidden));
+    if (!this.check.hidden) this.check.querySelector("textarea").focus();
   }
 
   /** What readingRoom.ask resolves to, and what the exports are made from. */

@@ -69,6 +69,8 @@
  * @property {boolean} weak no passage matches the query's words and none is close in meaning
  * @property {string | null} suggestion the query respelled with the corpus's own words
  * @property {boolean} semantic whether the dense side took part
+ * @property {boolean} embeds whether the query has text to embed (a filter-only list is the same with or
+ *   without semantic search)
  * @property {SearchTimings} timings
  */
 
@@ -109,7 +111,8 @@
  * @property {string} quote
  * @property {boolean} verified
  * @property {string} [reason]
- * @property {string} [status] verified, invented, version_not_found, page_not_found, no_quote or quote_not_found
+ * @property {string} [status] verified, invented, outside_sources, no_page, version_not_found, page_not_found, no_quote
+ *   or quote_not_found
  * @property {number} [source] 1-based number of the source card it was checked against
  * @property {[number, number]} [highlight] the quote's code-point range in that card's text
  * @property {number} start

@@ -9,7 +9,7 @@ import { currentParams, setSort } from "./router.js";
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
 /** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
-/** @typedef {{hits: DrawnHit[], semantic: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
 
 export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
 export const MAX_K = 200;
@@ -17,7 +17,32 @@ export const MAX_K = 200;
 /** The part of a reply the list draws (and history keeps). @param {SearchReply} reply @param {number} k */
 export function drawnReply(reply, k) {
   const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
-  return { hits, semantic: reply.semantic, weak: reply.weak, suggestion: reply.suggestion, k };
+  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k };
+}
+
+const VIEW_KEY = "readingroom-view";
+const COMPACT = "compact";
+
+let chosenView = ""; // the choice on this page, for browsers whose storage is off
+
+/** Whether the reader chose the compact view. */
+function compactView() {
+  try {
+    return (localStorage.getItem(VIEW_KEY) ?? chosenView) === COMPACT;
+  } catch {
+    return chosenView === COMPACT;
+  }
+}
+
+/** @param {string} value "compact", or "" for the full view */
+function rememberView(value) {
+  chosenView = value;
+  try {
+    if (value) localStorage.setItem(VIEW_KEY, value);
+    else localStorage.removeItem(VIEW_KEY);
+  } catch {
+    // storage is off: the choice holds on this page only
+  }
 }
 
 /** @param {DrawnHit[]} hits @returns {DrawnHit[][]} */
@@ -94,6 +119,7 @@ function drawGroup(base, hits) {
   group.dataset.arxivId = first.arxiv_id;
   const heading = element("h2");
   heading.append(link(paperPageUrl(base, first.arxiv_id), first.title));
+  heading.title = first.title; // whole, where the compact view cuts it
   const byline = [authorsLabel(first.authors), first.year, `arXiv:${first.arxiv_id}`].filter(Boolean).join(" · ");
   const list = element("ol", "hits");
   list.append(...hits.map(drawHit));
@@ -145,7 +171,14 @@ export class ResultsView {
     /** @type {HTMLElement[]} */
     const drawn = [element("p", "message", summary)];
     if (reply.suggestion) drawn.push(this.drawSuggestion(reply.suggestion));
-    if (groups.length > 1) drawn.push(this.drawSortChoice(), mapLink(this.base, groups));
+    if (reply.hits.length) {
+      const choices = element("p", "sort");
+      if (groups.length > 1) choices.append(this.drawSortChoice(), " ");
+      choices.append(this.drawViewChoice());
+      drawn.push(choices);
+    }
+    if (groups.length > 1) drawn.push(mapLink(this.base, groups));
+    this.results.classList.toggle("compact", compactView());
     drawn.push(...sortedGroups(groups).map((hits) => drawGroup(this.base, hits)));
     if (reply.hits.length >= reply.k && reply.k < MAX_K) drawn.push(this.drawMore(reply.k));
     this.results.replaceChildren(...drawn);
@@ -174,9 +207,28 @@ export class ResultsView {
       document.getElementById("sort").focus();
     });
     label.append(select);
-    const line = element("p", "sort");
-    line.append(label);
-    return line;
+    return label;
+  }
+
+  // The compact view (one line per passage) fits a screenful of results; the choice is the reader's,
+  // kept in this browser.
+  drawViewChoice() {
+    const label = element("label", null, "Show ");
+    const select = element("select");
+    select.id = "view";
+    for (const [value, text] of [["", "passages in full"], [COMPACT, "one line per passage"]]) {
+      const option = element("option", null, text);
+      option.value = value;
+      select.append(option);
+    }
+    select.value = compactView() ? COMPACT : "";
+    select.addEventListener("change", () => {
+      rememberView(select.value);
+      this.draw(this.shown);
+      document.getElementById("view").focus();
+    });
+    label.append(select);
+    return label;
   }
 
   /** @param {number} k */
