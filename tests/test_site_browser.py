@@ -299,7 +299,9 @@ def test_every_internal_link_of_a_sub_path_build_loads(my_list_url, watched):
             page.evaluate(
                 "window.readingRoom.semanticReady" if len(visited) == 1 else "window.readingRoom.ready"
             )
-        for href in page.eval_on_selector_all("a[href]", "links => links.map((a) => a.href)"):
+        # new URL(…): an SVG link's `href` (the corpus map's points) is an object, not a string
+        resolved = "links => links.map((a) => new URL(a.getAttribute('href'), document.baseURI).href)"
+        for href in page.eval_on_selector_all("a[href]", resolved):
             parts = urlsplit(href)
             if f"{parts.scheme}://{parts.netloc}" != origin:
                 continue

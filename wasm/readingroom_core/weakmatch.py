@@ -11,7 +11,9 @@ dev, extra, tune and report sets (152) and the 41 queries of tests/data/question
 - a short query (at most SHORT_QUERY_TERMS terms) names its topic in a few words, and every answerable
   short question has either a passage holding nearly all its weight (keyword coverage 1.0: "adjacent
   weight tying", "reparameterization trick", "salient span masking") or a cosine of 0.50 or more;
-  unrelated and absent topics score under SHORT_WEAK_SIMILARITY with partial coverage. Long questions
+  unrelated and absent topics score under SHORT_WEAK_SIMILARITY with partial coverage; a short query
+  with no word the list uses is held to UNKNOWN_WORDS_SIMILARITY instead (a paraphrase in other words
+  scores above nonsense, though under SHORT_WEAK_SIMILARITY). Long questions
   paraphrase on purpose (their coverage is often under 0.35, their cosine down to 0.35), so only the
   first floor applies to them.
 """
@@ -27,6 +29,9 @@ from readingroom_core.analysis import analyze
 NOTHING_CLOSE = 0.30
 SHORT_QUERY_TERMS = 6
 SHORT_WEAK_SIMILARITY = 0.47
+# A short query none of whose words the list uses is a paraphrase or nonsense: nonsense scores 0.24-0.37
+# on the mirror, "thermodynamics of perceptrons" (a true paraphrase in tests/support/corpus.py) 0.43.
+UNKNOWN_WORDS_SIMILARITY = 0.40
 FULL_MATCH = 0.9  # keyword coverage at which a passage holds the query's words
 
 
@@ -70,7 +75,11 @@ def weak_match(
     similarity = max((hit.similarity for hit in hits if hit.similarity is not None), default=None)
     if similarity is None:
         return keyword_coverage(hits, terms, doc_freq, n_docs) == 0.0
-    short = len(terms) <= SHORT_QUERY_TERMS
-    if similarity >= (SHORT_WEAK_SIMILARITY if short else NOTHING_CLOSE):
+    if similarity < NOTHING_CLOSE:
+        return keyword_coverage(hits, terms, doc_freq, n_docs) < FULL_MATCH
+    if len(terms) > SHORT_QUERY_TERMS:
         return False
-    return keyword_coverage(hits, terms, doc_freq, n_docs) < FULL_MATCH
+    coverage = keyword_coverage(hits, terms, doc_freq, n_docs)
+    if coverage >= FULL_MATCH:
+        return False
+    return similarity < (SHORT_WEAK_SIMILARITY if coverage else UNKNOWN_WORDS_SIMILARITY)
