@@ -24,11 +24,12 @@ pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
-VECTORS = re.compile(r".*/vectors\.[0-9a-f]+\.usearch(\.gz)?$")
+# The dense directory: semantic search comes up once it is read (its lists and rows are read by range)
+VECTORS = re.compile(r".*/data/dense\.[0-9a-f]+\.json(\.gz)?$")
 
 
 def release(page, held: list) -> None:
-    """Let the held vector file through, once the worker has asked for it (after keyword search's files)."""
+    """Let the held dense directory through, once the worker has asked for it (after keyword search's files)."""
     wait_until_held(page, held)
     for route in held:
         route.continue_()
@@ -38,7 +39,7 @@ def wait_until_held(page, held: list) -> None:
     deadline = time.monotonic() + 60
     while not held and time.monotonic() < deadline:
         page.evaluate("1")  # playwright hands routes over while it talks to the page
-    assert held, "the vector file was never requested"
+    assert held, "the dense directory was never requested"
 
 
 def shoot(page, name: str) -> None:

@@ -18,7 +18,7 @@ SUMMARY = "document.querySelector('#results .message')?.textContent || ''"
 
 
 def open_held(view: Watched, url: str) -> list:
-    """Open `url` with the vector file held back (semantic search cannot come up); the held routes."""
+    """Open `url` with the dense directory held back (semantic search cannot come up); the held routes."""
     held: list = []
     view.context.route(VECTORS, lambda route: held.append(route))
     view.page.goto(url)

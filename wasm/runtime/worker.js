@@ -373,7 +373,8 @@ async function evidence({ question, history, budget, context, max_tokens }) {
 /** @param {import("./protocol.js").VerifyMessage} message @returns {Promise<import("./protocol.js").VerifyReply>} */
 async function verify({ answer, evidence }) {
   await keyword.promise;
-  return JSON.parse(site.verify_answer(JSON.stringify({ answer, evidence })));
+  // ranged: a quote cited outside the sources is looked for in the whole list's index
+  return JSON.parse(await ranged(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
 }
 
 /** @type {{[type: string]: (request: any) => Promise<object>}} each request's handler, by its type */
