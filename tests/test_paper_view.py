@@ -11,8 +11,9 @@ from readingroom_core.browser import open_folder
 from readingroom_core.engine import SearchOptions
 from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Fused, with_paper_prior
+from readingroom_core.papertable import paper_vectors_bytes, read_paper_vectors
 from readingroom_core.paperview import PaperView
-from readingroom_core.sitedata import PaperRecord, PaperVector
+from readingroom_core.sitedata import PaperRecord, PaperVector, read_papers
 
 NO_SHARED_WORD = "zzqx vvqk"  # no term of the corpus: BM25 finds nothing, only the semantic side speaks
 
@@ -64,8 +65,19 @@ def _paper(number: int, vector: list[float] | None) -> PaperRecord:
     return PaperRecord(str(number), f"Paper {number}", 10 * number, 10, text, vector=encoded)
 
 
+def _view(papers: list[PaperRecord]) -> PaperView:
+    """The view as the engine makes it: the vectors read from the file the builder writes of them."""
+    data = paper_vectors_bytes(papers)
+    return PaperView(papers, None if data is None else lambda: read_paper_vectors(data, len(papers)))
+
+
+def _site_vectors(site) -> list[list[int]]:
+    files = site.manifest.files
+    return read_paper_vectors(site.engine.read(files.paper_vectors), len(site.engine.papers))
+
+
 def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
-    view = PaperView([_paper(0, [1.0, 0.0]), _paper(1, [0.6, 0.8]), _paper(2, [0.0, 1.0])])
+    view = _view([_paper(0, [1.0, 0.0]), _paper(1, [0.6, 0.8]), _paper(2, [0.0, 1.0])])
     similarities = view.similarities([0.0, 1.0])
     assert similarities == pytest.approx({0: 0.0, 1: 0.8, 2: 1.0}, abs=0.01)
     dense = [(15, 0.9), (3, 0.2)]
@@ -85,25 +97,29 @@ def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
 
 
 def test_no_paper_view_where_a_paper_has_no_vector():
-    view = PaperView([_paper(0, [1.0, 0.0]), _paper(1, None)])
+    view = _view([_paper(0, [1.0, 0.0]), _paper(1, None)])
     assert view.similarities([1.0, 0.0]) == {}
     assert view.with_openings([(3, 0.5)], {}, 3, None) == [(3, 0.5)]
 
 
 def test_every_paper_of_a_built_site_carries_its_vector(built_sites):
     site = open_folder(built_sites.second)
-    dims = site.manifest.model.dims
-    for paper in site.engine.papers:
-        assert paper.vector is not None and len(PaperVector.decode(paper.vector)) == dims
+    full = read_papers((built_sites.second / site.manifest.files.papers).read_bytes())
+    vectors = _site_vectors(site)
+    assert len(vectors) == len(full) == len(site.engine.papers)
+    for paper, row in zip(full, vectors, strict=True):  # the search's rows are the papers file's vectors
+        assert paper.vector is not None and PaperVector.decode(paper.vector) == row
+        assert len(row) == site.manifest.model.dims
 
 
 def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):
     """With no word in common, the query closest to a paper's own vector is answered from that paper,
     its opening passage included; without the paper view that opening is not among the results."""
-    engine = open_folder(built_sites.second).engine
-    for index, paper in enumerate(engine.papers):
-        query = unit(PaperVector.decode(paper.vector))
-        opening = engine.papers[index].first_chunk
+    site = open_folder(built_sites.second)
+    engine = site.engine
+    for paper, vector in zip(engine.papers, _site_vectors(site), strict=True):
+        query = unit(vector)
+        opening = paper.first_chunk
         hits = engine.search(NO_SHARED_WORD, query, SearchOptions(k=5))
         assert hits[0].arxiv_id == paper.id
         assert opening in [hit.doc_id for hit in hits]
@@ -115,16 +131,18 @@ def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):
 
 
 def test_filters_keep_the_paper_view_inside_them(built_sites):
-    engine = open_folder(built_sites.second).engine
-    first, other = engine.papers[0], engine.papers[1]
-    query = unit(PaperVector.decode(first.vector))
+    site = open_folder(built_sites.second)
+    engine = site.engine
+    other = engine.papers[1]
+    query = unit(_site_vectors(site)[0])
     hits = engine.search(f"{NO_SHARED_WORD} id:{other.id}", query, SearchOptions(k=5))
     assert hits and {hit.arxiv_id for hit in hits} == {other.id}
 
 
 def test_dense_and_bm25_modes_are_left_as_they_are(built_sites):
-    engine = open_folder(built_sites.second).engine
-    query = unit(PaperVector.decode(engine.papers[0].vector))
+    site = open_folder(built_sites.second)
+    engine = site.engine
+    query = unit(_site_vectors(site)[0])
     for mode in ("dense", "bm25"):
         with_view = engine.search("spin couplings", query, SearchOptions(k=10, mode=mode))
         without = engine.search(

@@ -13,7 +13,7 @@ from usearch.index import Index
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION
-from readingroom_core import sitedata
+from readingroom_core import papertable, sitedata
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder
 from readingroom_core.termindex import PAGE_ENTRIES
@@ -152,3 +152,27 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
         text = sitedata.read_paper_text(text_data)
         assert sitedata.paper_text_bytes(text) == text_data
         assert (text.first, len(text.chunks)) == (paper.first_chunk, paper.chunk_count)
+    paper_table_data = (out / manifest.files.paper_table).read_bytes()
+    assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
+
+
+def test_search_loads_a_paper_table_a_tenth_of_the_papers_file_and_the_vectors_apart(site):
+    """The table keeps what search reads of each paper, with the same values as the papers file; the
+    vectors file holds each paper's vector as int8 rows in the same order."""
+    out, _ = site
+    manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
+    full_data = (out / manifest.files.papers).read_bytes()
+    table_data = (out / manifest.files.paper_table).read_bytes()
+    full, table = sitedata.read_papers(full_data), papertable.read_paper_table(table_data)
+    assert len(table_data) < len(full_data) / 5
+    assert papertable.read_paper_table(full_data) == table  # the table's fields, read from either file
+    keep = set(papertable.TABLE_FIELDS)
+    for whole, searched in zip(full, table, strict=True):
+        assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
+        assert not searched.abstract and not searched.sections and searched.vector is None
+    rows = papertable.read_paper_vectors((out / manifest.files.paper_vectors).read_bytes(), len(full))
+    assert rows == [sitedata.PaperVector.decode(paper.vector or "") for paper in full]
+    gzipped = {artifact.path for artifact in manifest.artifacts if artifact.path.endswith(".gz")}
+    assert manifest.files.paper_table + ".gz" in gzipped and manifest.files.papers + ".gz" not in gzipped
+    with pytest.raises(ValueError, match="do not hold 2 equal rows"):
+        papertable.read_paper_vectors(b"\x01\x02\x03", 2)

@@ -1,5 +1,5 @@
 """The site's data files, written content-hashed from what the build holds: a text file per paper, the
-papers file, the chunk table, the BM25 postings, the vector file and the query encoder; and the manifest
+papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25 postings, the vector file and the query encoder; and the manifest
 that names them (saved once render has added the runtime). Every record goes through its typed form in
 `readingroom_core.sitedata`, which owns the formats."""
 
@@ -23,6 +23,7 @@ from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
 from builder.titles import title_case
 from readingroom_core.navigation import short_names
+from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
 from readingroom_core.sitedata import (
     Artifact,
     Bm25Section,
@@ -84,8 +85,9 @@ def write_site_data(
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
     files = {**search.files, **encoder_files}
     for role, artifact in files.items():
-        # the HNSW file is written for other tools; the site's search reads the dense lists instead
-        artifacts += [artifact] if role == "vectors" else with_gzip(out_dir, artifact)
+        # Search reads neither the HNSW file (written for other tools; it reads the dense lists) nor the
+        # papers file (the pages are made from it; it reads the paper table): no gzip copy for them.
+        artifacts += [artifact] if role in ("vectors", "papers") else with_gzip(out_dir, artifact)
     artifacts += search.ranged
     files["graph"] = graph_file  # no gzip copy: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)
@@ -189,8 +191,12 @@ def write_search_files(
     table = ChunkTable.from_rows((c.page_start, c.page_end, c.section) for c in chunks)
     files = {
         "papers": write_hashed(out_dir, "data", "papers", ".json", papers_bytes(records)),
+        "paper_table": write_hashed(out_dir, "data", "paper-table", ".json", paper_table_bytes(records)),
         "chunks": write_hashed(out_dir, "data", "chunks", ".json", chunk_table_bytes(table)),
     }
+    paper_vectors = paper_vectors_bytes(records)
+    if paper_vectors is not None:
+        files["paper_vectors"] = write_hashed(out_dir, "data", "paper-vectors", ".bin", paper_vectors)
     index = search_index_files([c.indexed_text for c in chunks], vectors)
     written = {path: write_plain(out_dir, path, data) for path, data in index.files.items()}
     files.update({role: written[path] for role, path in index.roles.items()})

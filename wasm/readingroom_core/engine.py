@@ -32,6 +32,7 @@ from readingroom_core.fusion import (
     with_paper_prior,
 )
 from readingroom_core.navigation import PaperFinder, named_first
+from readingroom_core.papertable import read_paper_table, read_paper_vectors
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, BlockReader, RangeRead, whole_file_ranges
@@ -41,7 +42,6 @@ from readingroom_core.sitedata import (
     TextChunk,
     read_chunk_table,
     read_paper_text,
-    read_papers,
 )
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
@@ -156,7 +156,8 @@ class SearchEngine:
         self.files = files
         self.read = read
         self.blocks = BlockReader(read_range or whole_file_ranges(read), announce)
-        self.papers = read_papers(read(files.papers), files.papers)
+        table = files.paper_table or files.papers
+        self.papers = read_paper_table(read(table), table)
         self.chunks = read_chunk_table(read(files.chunks), files.chunks)
         self.n_chunks = self.chunks.n
         self._paper_of = self._paper_of_each_chunk()
@@ -168,7 +169,7 @@ class SearchEngine:
             )
         self._vectors: DenseLists | None = None
         self._texts: dict[int, PaperText] = {}
-        self._paper_view = PaperView(self.papers)
+        self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
         self._finder = PaperFinder(self.papers)
 
@@ -187,6 +188,11 @@ class SearchEngine:
             )
         return paper_of
 
+    def _paper_vectors(self) -> list[list[int]]:
+        return read_paper_vectors(
+            self.read(self.files.paper_vectors), len(self.papers), self.files.paper_vectors
+        )
+
     @property
     def keyword_index(self) -> TermIndex:
         """The ranged BM25 index (for measuring it against its exhaustive reading: prefix 0)."""
@@ -197,7 +203,8 @@ class SearchEngine:
         return self._vectors is not None
 
     def load_vectors(self) -> DenseLists:
-        """Read the dense directory (the centroids); the browser calls this once keyword results show."""
+        """Read the dense directory (the centroids) and the papers' vectors; the browser calls this once
+        keyword results show."""
         if self._vectors is None:
             if not self.files.dense:
                 raise ValueError("the site lists no dense index (files.dense); rebuild it")
@@ -209,6 +216,7 @@ class SearchEngine:
                     f"vector index holds {vectors.size} chunks but the chunk table lists {self.n_chunks}; rebuild"
                 )
             self._vectors = vectors
+            self._paper_view.load()
         return self._vectors
 
     def text_file(self, paper_index: int) -> PaperText:

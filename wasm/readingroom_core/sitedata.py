@@ -5,7 +5,8 @@ Layout (paths relative to the site root; data files are named `<stem>.<hash12><e
 a visitor's cache never serves stale data, and `manifest.json` names each by role):
 - `manifest.json` (`Manifest`): written last, read first; names every file, the model, index and BM25
   parameters, counts and tool versions.
-- papers (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order.
+- papers (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order, for the
+  pages; search loads the paper table and the papers' vectors instead (`papertable.py`).
 - chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
   filter and cite any chunk without its text; section titles stored once.
 - per-paper text (`data/text/<id>.*.json`, `PaperText`): fetched when one of its chunks is shown or
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: postings and vectors read by range; the citation graph file; short names
+FORMAT_VERSION = 3  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table
 MANIFEST_FILE = "manifest.json"
 
 
@@ -76,6 +77,8 @@ class DataFiles:
     char_classes: str = ""
     graph: str = ""
     dense: str = ""  # the dense directory (readingroom_core.denselists); `vectors` is the HNSW file
+    paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
+    paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}

@@ -195,7 +195,7 @@ function readRangeSync(path, start, end) {
 }
 
 // Everything downloads from the start, keyword search's files first: Python and its snapshot, the
-// manifest, the papers, the chunk table and the postings directory; the encoder, ONNX Runtime and the
+// manifest, the paper table, the chunk table and the postings directory; the encoder, ONNX Runtime and the
 // dense directory as soon as those are in (or keyword search is up), so that on a slow line they never
 // share its bandwidth. ONNX Runtime starts in the encoder's worker (encoder.js): its downloads while
 // Python boots here, its session while this worker reads the dense directory. The rest of the index
@@ -212,7 +212,11 @@ async function start() {
     return { text, files: manifest.files };
   });
   const indexFiles = manifest.then(({ files }) =>
-    Promise.all([prefetch(files.papers, "data"), prefetch(files.chunks, "data"), prefetch(files.postings, "data")]),
+    Promise.all([
+      prefetch(files.paper_table, "data"),
+      prefetch(files.chunks, "data"),
+      prefetch(files.postings, "data"),
+    ]),
   );
   indexFiles.then(() => mark("keyword_data_fetched"), () => {});
   const snapshotUrl = new URL(config.python_snapshot, self.location.href).href;
@@ -244,12 +248,13 @@ async function startSemantic(files) {
   encoder.post({ type: "go" });
   const semanticFiles = Promise.all([
     prefetch(files.dense, "vectors"),
+    ...(files.paper_vectors ? [prefetch(files.paper_vectors, "vectors")] : []),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
   ]);
   await Promise.all([semanticFiles, keyword.promise]);
   mark("semantic_data_fetched");
-  site.load_semantic(); // the dense directory: the lists and rows a query needs are read by range
+  site.load_semantic(); // the dense directory and the papers' vectors; lists and rows are read by range
   mark("vectors_loaded");
   const { checksums_ms } = await encoder.started;
   semanticReady = true;
