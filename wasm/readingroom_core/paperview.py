@@ -1,9 +1,9 @@
 """The paper view of hybrid search: how close each paper as a whole is to the query.
 
 A question often describes a paper in other words than any one passage uses; the paper's vector
-(`sitedata.PaperVector`: its passages and its abstract together, stored by `papertable`) catches that. The
-engine adds each paper's similarity to its passages' fused scores (`fusion.with_paper_prior`) and lets the opening passage
-of the closest papers join the dense candidates (`with_openings`).
+(`sitedata.PaperVector`: its passages and its abstract together, stored by `papertable`) catches that.
+The engine adds each paper's similarity to its passages' fused scores (`fusion.with_paper_prior`) and
+lets the opening passage of the closest papers join the dense candidates (`with_openings`).
 """
 
 from __future__ import annotations
