@@ -163,7 +163,8 @@ def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
     ):
         assert plain in copies, plain
     files = manifest.files
-    assert {files.papers, files.postings, files.vocab, files.encoder} <= copies
+    assert {files.paper_table, files.postings, files.vocab, files.encoder} <= copies
+    assert files.papers not in copies  # the pages are made from it; search reads the paper table
     assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress
     assert any(path.startswith("data/text/") for path in copies)  # read later, gunzipped by the core
     for plain in copies:
