@@ -1,5 +1,5 @@
-"""A complexity guard: reading and checking a hostile 100,000-character answer takes well under a second
-in CPython (a pattern that backtracks over unbounded input took 27 s on 20,000 spaces)."""
+"""A complexity guard: reading and checking a hostile 100,000-character answer takes about a second at
+most in CPython (a pattern that backtracks over unbounded input took 27 s on 20,000 spaces)."""
 
 import time
 
@@ -10,7 +10,9 @@ from readingroom_core.verification import SourceSpan, verify_answer
 
 PAPER = "2312.10997"
 SIZE = 100_000
-LIMIT_S = 0.5
+# Linear steps take 0.05-0.3 s here and up to 0.6 s on a loaded CI machine; a backtracking pattern takes
+# tens of seconds, so the guard keeps a wide margin rather than timing the code.
+LIMIT_S = 2.0
 PAGE = "Retrieval-Augmented Generation has emerged as a promising solution for knowledge-intensive tasks."
 SOURCES = [SourceSpan(1, PAPER, 7, 7, PAGE)]
 PAGES = {PAPER: {7: PAGE}}
