@@ -44,7 +44,7 @@ def main() -> int:
     fetched = fetch_papers([PaperRef(i) for i in ids], with_cache, progress=False)
     model_dir = bundled_model_dir()
     counter = TokenCounter(model_dir)
-    hf = AutoTokenizer.from_pretrained(str(model_dir))
+    hf = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     settings = ChunkSettings()
 
     parse_seconds = chunk_seconds = 0.0

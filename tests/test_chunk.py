@@ -53,7 +53,7 @@ def counter(model_dir):
 
 @pytest.fixture(scope="module")
 def hf_tokenizer(model_dir):
-    return AutoTokenizer.from_pretrained(str(model_dir))
+    return AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
 
 
 @pytest.fixture(scope="module")
