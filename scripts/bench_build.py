@@ -48,6 +48,7 @@ from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
 from builder.stages.encoder import document_encoder_path  # noqa: E402
+from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 from readingroom_core.sitedata import Manifest, read_chunk_table, read_manifest, read_papers  # noqa: E402
 
@@ -135,8 +136,9 @@ def embedding_throughput(
 
 def artifact_sizes(site: Path, manifest: Manifest) -> dict:
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"files": 0, "bytes": 0, "gzip": 0})
+    read = folder_reader(site)  # a paper's text is on disk only as its .gz
     for artifact in manifest.artifacts:
-        data = (site / artifact.path).read_bytes()
+        data = read(artifact.path)
         name = artifact.path.rsplit("/", 1)[1].split(".")[0]
         row = kinds["text (per paper)" if artifact.path.startswith("data/text/") else name]
         row["files"] += 1

@@ -47,6 +47,7 @@ from support.pyodide import (  # noqa: E402
 
 from builder.site.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
+from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 
 MODES = ["bm25", "dense", "hybrid"]
@@ -64,7 +65,7 @@ def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
     texts = [
         chunk.text
         for paper in papers
-        for chunk in sitedata.read_paper_text((site / paper.text).read_bytes()).chunks
+        for chunk in sitedata.read_paper_text(folder_reader(site)(paper.text)).chunks
     ]
     vectors = UsearchFile((site / manifest.files.vectors).read_bytes())
     rows = np.array([vectors.vector(key) for key in range(vectors.size)], dtype=np.float64)

@@ -8,6 +8,7 @@ from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from support import corpus
 
 from builder.cli import main
+from readingroom_core.browser import folder_reader
 
 
 def normalise(text: str) -> str:
@@ -22,7 +23,7 @@ def site_chunks(site):
     table = json.loads((site / manifest["files"]["chunks"]).read_text())
     rows = []
     for paper in json.loads((site / manifest["files"]["papers"]).read_text())["papers"]:
-        text = json.loads((site / paper["text"]).read_text())
+        text = json.loads(folder_reader(site)(paper["text"]))  # stored as its .gz
         for offset, chunk in enumerate(text["chunks"]):
             doc = text["first"] + offset
             start = table["page_start"][doc]

@@ -18,7 +18,7 @@ from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPape
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
 from builder.site.search_files import search_index_files
-from builder.site.store import with_gzip, write_hashed, write_plain
+from builder.site.store import with_gzip, write_gzip_only, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
@@ -111,15 +111,15 @@ def write_site_data(
 def write_paper_texts(
     out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray
 ) -> tuple[list[PaperRecord], list[Artifact]]:
-    """Each paper's text file (and its gzip copy), and its record naming that file; `vectors`: the
-    papers' float vectors (the paper view), stored in the records."""
+    """Each paper's text file (stored only as its gzip copy), and its record naming that file; `vectors`:
+    the papers' float vectors (the paper view), stored in the records."""
     records, artifacts, first = [], [], 0
     for paper, vector in zip(papers, vectors, strict=True):
         text = paper_text(paper.meta.arxiv_id, first, paper.chunks, paper.parsed)
-        written = write_hashed(
+        written, copy = write_gzip_only(
             out_dir, "data/text", file_stem(paper.meta.arxiv_id), ".json", paper_text_bytes(text)
         )
-        artifacts += with_gzip(out_dir, written)
+        artifacts += [written, copy]
         records.append(
             paper_record(
                 paper.meta,

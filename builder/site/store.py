@@ -40,7 +40,8 @@ def with_gzip(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     Static hosts differ: GitHub Pages gzips text types (JSON, JavaScript) on the fly but not binary
     files (and wasm by no documented rule); `builder serve` and many others send every byte as stored.
     The browser runtime fetches the `.gz` copy of a file the manifest lists one for and decompresses it
-    itself (DecompressionStream), so a visitor downloads the small form on any host; the plain file stays for the CLI and for anything that reads the site's folder.
+    itself (DecompressionStream), so a visitor downloads the small form on any host; the plain file stays
+    for the CLI and for anything that reads the site's folder (except where it is `write_gzip_only`).
     Level 6 (level 9 takes twice as long for 0.5% fewer bytes on the runtime's wasm) with no name and a
     zero mtime: the same input gives the same bytes.
     """
@@ -51,6 +52,17 @@ def with_gzip(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     relative = artifact.path + GZIP_SUFFIX
     (site_dir / relative).write_bytes(packed)
     return [artifact, Artifact(relative, len(packed), hashlib.sha256(packed).hexdigest())]
+
+
+def write_gzip_only(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> list[Artifact]:
+    """Only `<folder>/<stem>.<sha256[:12]><suffix>.gz` on disk, for files that are many and that the
+    browser always reads gunzipped (the per-paper texts: 70% of a site's bytes at 10,000 papers were their
+    plain copies). The manifest lists the plain name with the plain bytes' size and sha256 (what a reader
+    checks after gunzip) beside the `.gz`; a folder reader gunzips it (`browser.folder_reader`)."""
+    relative = f"{folder}/{stem}.{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+    packed = gzip.compress(data, compresslevel=6, mtime=0)
+    copy = write_plain(site_dir, relative + GZIP_SUFFIX, packed)
+    return [Artifact(relative, len(data), hashlib.sha256(data).hexdigest()), copy]
 
 
 def huffman_only_gzip(data: bytes) -> bytes:

@@ -53,6 +53,7 @@ def sha256_hex(data: Any) -> str:
 
 
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_SUFFIX = ".gz"  # a copy beside its file (builder/site/store.py writes them)
 
 
 def gunzipped(data: Any) -> bytes:
@@ -74,10 +75,15 @@ def query_vector(data: Any) -> list[float] | None:
 
 
 def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
-    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
+    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide); a file stored
+    only as its `.gz` (the per-paper texts) comes gunzipped."""
 
     def read(relative_path: str) -> bytes:
-        with open(os.path.join(site_dir, relative_path), "rb") as data_file:
+        path = os.path.join(site_dir, relative_path)
+        if not os.path.exists(path) and os.path.exists(path + GZIP_SUFFIX):
+            with open(path + GZIP_SUFFIX, "rb") as packed:
+                return zlib.decompress(packed.read(), wbits=31)
+        with open(path, "rb") as data_file:
             return data_file.read()
 
     return read
