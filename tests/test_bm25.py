@@ -167,14 +167,16 @@ def test_postings_hold_what_scoring_needs(postings):
 
 def test_the_ranged_files_are_deterministic_and_compact():
     first, second = TermLayout(build_postings(CORPUS)), TermLayout(build_postings(list(CORPUS)))
-    assert (first.terms_bytes, first.pages_bytes) == (second.terms_bytes, second.pages_bytes)
-    directory = first.directory_bytes("data/terms.json", "data/pages.bin")
-    assert directory == second.directory_bytes("data/terms.json", "data/pages.bin")
+    made = ("terms_bytes", "pages_bytes", "forward_bytes", "forward_index_bytes")
+    assert [getattr(first, name) for name in made] == [getattr(second, name) for name in made]
+    paths = ("data/terms.json", "data/pages.bin", "data/forward.bin", "data/forward-index.bin")
+    directory = first.directory_bytes(*paths)
+    assert directory == second.directory_bytes(*paths)
     assert b" " not in directory and b"\n" not in directory
 
 
 def test_the_directory_reader_refuses_an_unknown_format():
-    data = json.loads(TermLayout(build_postings(CORPUS)).directory_bytes("t", "p"))
+    data = json.loads(TermLayout(build_postings(CORPUS)).directory_bytes("t", "p", "f", "i"))
     with pytest.raises(ValueError, match="format"):
         read_term_directory(json.dumps({**data, "v": FORMAT_VERSION + 1}))
 

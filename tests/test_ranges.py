@@ -14,7 +14,7 @@ from builder.stages.index import quantize
 from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.denselists import DenseLists, read_dense_directory
 from readingroom_core.ranges import Block, BlockReader, DamagedData, folder_range_reader, whole_file_ranges
-from readingroom_core.termindex import PAGE_ENTRIES, TermIndex, read_term_directory
+from readingroom_core.termindex import PAGE_ENTRIES, TermIndex, TermLayout, read_term_directory
 
 WORDS = [f"w{n}" for n in range(400)]
 DOCS = 1500
@@ -193,6 +193,61 @@ def test_damaged_postings_are_refused(written, tmp_path):
     index = term_index((tmp_path, built), folder_range_reader(tmp_path))
     with pytest.raises(DamagedData, match="postings-pages.bin bytes"):
         index.search(["w0", "w1"], 10)
+
+
+def forward_layout(root, min_df: int, read_range=None) -> TermIndex:
+    """The keyword files of the generated passages with every term in more than `min_df` of them in the
+    forward file, and a reader over them."""
+    layout = TermLayout(build_postings(generated_texts()), min_df=min_df)
+    files = {
+        "data/terms.json": layout.terms_bytes,
+        "data/pages.bin": layout.pages_bytes,
+        "data/postings-forward.bin": layout.forward_bytes,
+        "data/postings-forward-index.bin": layout.forward_index_bytes,
+    }
+    (root / "data").mkdir(exist_ok=True)
+    for path, data in files.items():
+        (root / path).write_bytes(data)
+    directory = read_term_directory(layout.directory_bytes(*files))
+    return TermIndex(directory, BlockReader(read_range or folder_range_reader(root)))
+
+
+def test_rescoring_gives_the_best_candidates_their_exact_scores(tmp_path):
+    exact = BM25Index(build_postings(generated_texts()))
+    index = forward_layout(tmp_path, PAGE_ENTRIES)
+    found = unrescored = 0
+    for query in QUERIES:
+        terms = query.split()
+        truth = exact.search(terms, DOCS)
+        scores, best = dict(truth), {doc for doc, _ in truth[:10]}
+        rescored = index.search(terms, 10, prefix=PAGE_ENTRIES)
+        assert all(score == scores[doc] for doc, score in rescored)  # bit for bit, tails included
+        found += len(best & {doc for doc, _ in rescored})
+        unrescored += len(best & {doc for doc, _ in index.search(terms, 10, prefix=PAGE_ENTRIES, rescore=0)})
+    assert found >= 49 and unrescored <= 40  # of 50: a page per term misses a fifth of the top 10s
+
+
+def test_a_single_term_query_reads_no_forward_group(tmp_path):
+    ranges = CountingRanges(tmp_path)
+    index = forward_layout(tmp_path, PAGE_ENTRIES, ranges)
+    index.search(["w0"], 10, prefix=PAGE_ENTRIES)  # its own prefix holds every candidate's weight
+    assert not any("forward" in path for path, *_ in ranges.asked)
+    index.search(["w0", "w1"], 10, prefix=PAGE_ENTRIES)
+    forward = [path for path, *_ in ranges.asked if "forward" in path]
+    assert forward.count("data/postings-forward-index.bin") == 1 and "data/postings-forward.bin" in forward
+    asked = len(ranges.asked)
+    index.search(["w1", "w0"], 10, prefix=PAGE_ENTRIES)
+    assert len(ranges.asked) == asked  # checked groups are kept
+
+
+@pytest.mark.parametrize("damaged", ["postings-forward.bin", "postings-forward-index.bin"])
+def test_a_damaged_forward_file_is_refused(tmp_path, damaged):
+    index = forward_layout(tmp_path, PAGE_ENTRIES)
+    data = bytearray((tmp_path / "data" / damaged).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / "data" / damaged).write_bytes(bytes(data))
+    with pytest.raises(DamagedData, match=damaged):
+        index.search(["w0", "w1", "w5"], 10, prefix=PAGE_ENTRIES)
 
 
 # --- dense side ----------------------------------------------------------------------------------------

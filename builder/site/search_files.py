@@ -1,5 +1,5 @@
-"""The files search reads, as bytes by site path: the postings directory, dictionary and pages
-(`readingroom_core.termindex`), the dense directory, lists and rows (`readingroom_core.denselists`,
+"""The files search reads, as bytes by site path: the postings directory, dictionary, pages and forward
+file (`readingroom_core.termindex`), the dense directory, lists and rows (`readingroom_core.denselists`,
 `stages/dense_lists.py`) and the USearch HNSW file (`stages/index.py`).
 
 The site build and the BEIR evaluation both write their indexes through `search_index_files`, so the
@@ -67,7 +67,10 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     layout = TermLayout(postings)
     terms = add("terms", ".json", layout.terms_bytes)
     pages = add("postings-pages", ".bin", layout.pages_bytes)
-    roles = {"postings": add("postings", ".json", layout.directory_bytes(terms, pages))}
+    forward = add("postings-forward", ".bin", layout.forward_bytes)
+    forward_index = add("postings-forward-index", ".bin", layout.forward_index_bytes)
+    directory = layout.directory_bytes(terms, pages, forward, forward_index)
+    roles = {"postings": add("postings", ".json", directory)}
     params = IndexParams(scale=calibrate_scale(vectors))
     dense = dense_files(np.asarray(vectors, dtype=np.float32), quantize(vectors, params.scale))
     lists = add("dense-lists", ".bin", dense.lists)
@@ -77,7 +80,8 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
         index_path = Path(scratch) / "vectors.usearch"
         write_index(index_path, np.arange(postings.n, dtype=np.uint64), vectors, params)
         roles["vectors"] = add("vectors", ".usearch", index_path.read_bytes())
-    return IndexFiles(roles, files, frozenset({terms, pages, lists, rows}), params, postings.k1, postings.b)
+    ranged = frozenset({terms, pages, forward, forward_index, lists, rows})
+    return IndexFiles(roles, files, ranged, params, postings.k1, postings.b)
 
 
 def _compact(data: dict) -> bytes:

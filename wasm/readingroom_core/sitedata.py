@@ -9,8 +9,9 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
   pages; search loads the paper table and the papers' vectors instead (`papertable.py`).
 - chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
   filter and cite any chunk without its text; section titles stored once.
-- per-paper text (`data/text/<id>.*.json`, `PaperText`): fetched when one of its chunks is shown or
-  cited; its page spans rebuild a cited page's text from the chunks, so a quote is checked on that page.
+- per-paper text (`data/text/<id>.*.json`, `PaperText`; on disk only as its `.gz`): fetched when one of
+  its chunks is shown or cited; its page spans rebuild a cited page's text from the chunks, so a quote is
+  checked on that page.
 - postings (`data/postings.*.json`): BM25 postings, written and read by `bm25.py`.
 - vectors (`data/vectors.*.usearch`): the USearch HNSW file, written by the builder (usearch, numpy)
   and read by `hnsw.py`; graph (`data/graph.*.json`): the list's citations (builder/citation_graph.py).
@@ -29,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 3  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table
+FORMAT_VERSION = 4  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+# 4: the forward file that rescores keyword candidates, paper texts stored only as .gz
 MANIFEST_FILE = "manifest.json"
 
 

@@ -1,21 +1,31 @@
-"""BM25 postings a query reads by range: impact-ordered pages per term, found through a small dictionary.
+"""BM25 postings a query reads by range: impact-ordered pages per term, found through a small dictionary,
+and the best candidates rescored exactly from a forward file.
 
-Three files (written by `TermLayout`, read by `TermIndex`):
+Five files (written by `TermLayout`, read by `TermIndex`):
 
 - the directory (`files.postings`, loaded at start-up and checked by the manifest): the BM25 parameters,
-  the page size and, per dictionary block, its first term and its byte range and sha256 in the terms file:
+  the page size, per dictionary block its first term and its byte range and sha256 in the terms file,
+  and the forward file's group size, its smallest document frequency and its index's size and sha256:
       {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "terms": path, "pages": path,
-       "blocks": [[first term, start, end, sha256], ...]}
-- the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, page sha, ...]}
-  (a page's sha256 as its first 32 hex digits);
+       "blocks": [[first term, start, end, sha256], ...], "forward": path, "forward_group": G,
+       "forward_min_df": F, "forward_index": [path, size, sha256]}
+- the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, page sha,
+  ...]} (a page's sha256 as its first 32 hex digits; rank: the term's number in the forward file, -1 for
+  a term in at most F documents);
 - the pages file: per term its postings in impact order (BM25 weight of the term in the document, best
   first, ties by doc id), P to a page, each page little-endian uint32 doc ids, uint16 term frequencies,
-  uint16 document lengths.
+  uint16 document lengths;
+- the forward file: per document, in doc id order, the frequency of each term in more than F documents
+  (varints: the count, then rank gaps and frequencies), G documents to a group;
+- the forward index (read whole, once): little-endian uint32 start of each group and the end of the last,
+  then each group's first 16 bytes of sha256.
 
 A query reads its terms' dictionary blocks, then the first `prefix` postings of each term: the documents
-where a term weighs most. Common terms ("model" is in 73% of passages) weigh little, so leaving their
-tails out changes few top-10s (measured in docs/measurements, BM25 overlap against every posting). The
-scores of the postings read are exact: same formula, same order of sums as `bm25.BM25Index`.
+where a term weighs most. Its best `rescore` candidates then get the weight of every term whose unread
+tail may hold them, from their groups in the forward file: a common term ("model" is in 73% of passages)
+weighs little per passage, but a dozen of them decide many top-10s on a large list (scripts/
+bm25_depth_study.py). Scores are exact where they are computed: same formula, same order of sums as
+`bm25.BM25Index`.
 """
 
 from __future__ import annotations
@@ -29,8 +39,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from readingroom_core.bm25 import Postings, decode_entry, length_norm, lucene_idf, sum_scores, term_weights
-from readingroom_core.ranges import Block, BlockReader
+from readingroom_core.bm25 import (
+    Postings,
+    decode_entry,
+    length_norm,
+    lucene_idf,
+    sum_scores,
+    term_weights,
+    top_scores,
+)
+from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 PAGE_ENTRIES = 256  # postings per page: 2 KB, the smallest unit a query reads of a term
@@ -41,6 +59,14 @@ ENTRY_BYTES = 8  # uint32 doc id + uint16 frequency + uint16 length
 # with every posting read: tuning questions 0.914 at 1,024, 0.988 at 2,048, 0.998 at 4,096 (first-sight
 # median 148, 158, 170 KB); held out at 2,048: report questions 0.958, dev questions 0.987.
 DEFAULT_PREFIX = 2048
+# Candidates rescored from the forward file. scripts/bm25_depth_study.py, tuning questions on the 112-paper
+# site with the prefix cut to the share of postings 2,048 reads at 1,000 papers: top-10 overlap 0.606
+# without rescoring, 0.942 rescoring 100, 0.972 rescoring 200.
+DEFAULT_RESCORE = 100
+FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's frequencies are read in
+FORWARD_MIN_DF = 1024  # the forward file holds terms in more documents: a prefix >= this leaves no other tail
+FORWARD_SHA_BYTES = 16
+FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 
 Weights = tuple[list[int], list[float]]
 
@@ -57,14 +83,20 @@ class TermDirectory:
     terms: str
     pages: str
     blocks: tuple[tuple[str, int, int, str], ...]  # (first term, start, end, sha256) in the terms file
+    forward: str
+    forward_group: int
+    forward_min_df: int
+    forward_index: tuple[str, int, str]  # (path, size, sha256)
 
     def to_json(self) -> dict[str, Any]:
-        keys = ("n", "k1", "b", "avgdl", "page", "terms", "pages")
-        return {"v": FORMAT_VERSION, **{key: getattr(self, key) for key in keys}, "blocks": self.blocks}
+        keys = ("n", "k1", "b", "avgdl", "page", "terms", "pages", "blocks", "forward", "forward_group")
+        data = {"v": FORMAT_VERSION, **{key: getattr(self, key) for key in keys}}
+        return data | {"forward_min_df": self.forward_min_df, "forward_index": self.forward_index}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TermDirectory:
         blocks = tuple((str(t), int(s), int(e), str(h)) for t, s, e, h in data["blocks"])
+        path, size, sha = data["forward_index"]
         return cls(
             data["n"],
             data["k1"],
@@ -74,6 +106,10 @@ class TermDirectory:
             data["terms"],
             data["pages"],
             blocks,
+            data["forward"],
+            data["forward_group"],
+            data["forward_min_df"],
+            (str(path), int(size), str(sha)),
         )
 
 
@@ -92,16 +128,55 @@ def _little_endian(values: array[int]) -> bytes:
     return values.tobytes()
 
 
-class TermLayout:
-    """The terms and pages files for a `bm25.Postings`, and the directory once their paths are known."""
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
-    def __init__(self, postings: Postings, page: int = PAGE_ENTRIES) -> None:
+
+def read_varints(data: bytes) -> list[int]:
+    values, value, shift = [], 0, 0
+    for byte in data:
+        value |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+        else:
+            values.append(value)
+            value, shift = 0, 0
+    if shift:
+        raise ValueError("a forward group ends inside a number")
+    return values
+
+
+class TermLayout:
+    """The terms, pages and forward files for a `bm25.Postings`, and the directory once their paths are
+    known."""
+
+    def __init__(
+        self,
+        postings: Postings,
+        page: int = PAGE_ENTRIES,
+        group: int = FORWARD_GROUP,
+        min_df: int = FORWARD_MIN_DF,
+    ) -> None:
         self.postings = postings
         self.page = page
+        self.group = group
+        self.min_df = min_df
         pages, dictionary = bytearray(), {}
         norms = [length_norm(postings.k1, postings.b, postings.avgdl, dl) for dl in postings.doc_lengths]
+        held: list[list[tuple[int, int]]] = [[] for _ in range(postings.n)]  # per doc: (rank, frequency)
+        self.forward_terms = 0
         for term, entry in postings.terms.items():
             doc_ids, frequencies = decode_entry(entry)
+            rank = -1
+            if len(doc_ids) > min_df:
+                rank, self.forward_terms = self.forward_terms, self.forward_terms + 1
+                for doc_id, frequency in zip(doc_ids, frequencies, strict=True):
+                    held[doc_id].append((rank, frequency))
             idf = lucene_idf(postings.n, len(doc_ids))
             weights = term_weights(idf, postings.k1, frequencies, [norms[d] for d in doc_ids])
             order = sorted(range(len(doc_ids)), key=lambda i: (-weights[i], doc_ids[i]))
@@ -119,14 +194,51 @@ class TermLayout:
                 )
                 shas.append(hashlib.sha256(data).hexdigest()[:PAGE_SHA_DIGITS])
                 pages += data
-            dictionary[term] = [len(doc_ids), start, *shas]
+            dictionary[term] = [len(doc_ids), start, rank, *shas]
         self.pages_bytes = bytes(pages)
         self.terms_bytes, self._blocks = _dictionary_blocks(dictionary)
+        self.forward_bytes, self.forward_index_bytes = _forward_files(held, group)
 
-    def directory_bytes(self, terms_path: str, pages_path: str) -> bytes:
+    def directory_bytes(self, terms_path: str, pages_path: str, forward_path: str, index_path: str) -> bytes:
         p = self.postings
-        directory = TermDirectory(p.n, p.k1, p.b, p.avgdl, self.page, terms_path, pages_path, self._blocks)
+        index = (
+            index_path,
+            len(self.forward_index_bytes),
+            hashlib.sha256(self.forward_index_bytes).hexdigest(),
+        )
+        directory = TermDirectory(
+            p.n,
+            p.k1,
+            p.b,
+            p.avgdl,
+            self.page,
+            terms_path,
+            pages_path,
+            self._blocks,
+            forward_path,
+            self.group,
+            self.min_df,
+            index,
+        )
         return _compact(directory.to_json())
+
+
+def _forward_files(held: list[list[tuple[int, int]]], group: int) -> tuple[bytes, bytes]:
+    """The forward file (per document its held terms' rank gaps and frequencies, as varints) and its
+    index (each group's start, the end, each group's sha256 prefix)."""
+    data, starts, shas = bytearray(), array("I"), []
+    for first in range(0, len(held), group):
+        start = len(data)
+        starts.append(start)
+        for pairs in held[first : first + group]:
+            data += varint(len(pairs))
+            previous = 0
+            for rank, frequency in pairs:
+                data += varint(rank - previous) + varint(frequency)
+                previous = rank
+        shas.append(hashlib.sha256(data[start:]).digest()[:FORWARD_SHA_BYTES])
+    starts.append(len(data))
+    return bytes(data), _little_endian(starts) + b"".join(shas)
 
 
 def _dictionary_blocks(
@@ -166,6 +278,8 @@ class TermIndex:
         self._entries: dict[str, list[Any]] = {}  # from the dictionary blocks read so far
         self._blocks_read: set[int] = set()
         self._weights: dict[str, tuple[int, Weights]] = {}  # term -> (postings read, their weights)
+        self._lengths: dict[str, list[int]] = {}  # term -> the lengths of the documents of those postings
+        self._forward: tuple[array[int], list[str]] | None = None  # group starts, group sha256 prefixes
 
     # --- the dictionary ---------------------------------------------------------------------------------
 
@@ -216,7 +330,7 @@ class TermIndex:
         """(doc ids, frequencies, lengths) of the first `count` postings of each term, one batch of reads."""
         page, wanted, plan = self.directory.page, [], []
         for term, count in zip(terms, counts, strict=True):
-            df, start, *shas = self._entries[term]
+            df, start, _rank, *shas = self._entries[term]
             pages = []
             for number in range(-(-min(count, df) // page)):
                 entries = min(page, df - number * page)
@@ -265,6 +379,7 @@ class TermIndex:
             idf = lucene_idf(d.n, self._entries[term][0])
             norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in lengths]
             self._weights[term] = (count, (doc_ids, term_weights(idf, d.k1, frequencies, norms)))
+            self._lengths[term] = lengths
         found: list[Weights | None] = []
         for term in terms:
             if term not in self._entries:
@@ -288,9 +403,93 @@ class TermIndex:
         k: int,
         allowed: Callable[[int], bool] | None = None,
         prefix: int = DEFAULT_PREFIX,
+        rescore: int = DEFAULT_RESCORE,
     ) -> list[tuple[int, float]]:
-        """Top `k` (doc id, score) over the first `prefix` postings of each distinct term (0: all of them)."""
+        """Top `k` (doc id, score) over the first `prefix` postings of each distinct term (0: all of them),
+        the best `max(k, rescore)` rescored with the terms' unread tails (`rescore` 0: none)."""
         terms = list(dict.fromkeys(query_terms))
         if k <= 0:
             return []
-        return sum_scores(self.weights(terms, prefix), k, allowed)
+        found = self.weights(terms, prefix)
+        unread = [
+            number
+            for number, (term, weights) in enumerate(zip(terms, found, strict=True))
+            if weights is not None
+            and len(weights[0]) < self._entries[term][0]
+            and self._entries[term][2] >= 0
+        ]
+        if not unread or rescore <= 0:
+            return sum_scores(found, k, allowed)
+        candidates = [doc for doc, _ in sum_scores(found, max(k, rescore), allowed)]
+        return top_scores(self._exact_scores(terms, found, unread, candidates), k)
+
+    def _exact_scores(
+        self, terms: list[str], found: list[Weights | None], unread: list[int], candidates: list[int]
+    ) -> dict[int, float]:
+        """Each candidate's full BM25 score: the weights read, and from the forward file those of the
+        terms (numbers in `unread`) whose unread tails may hold it; summed in query order, as
+        `bm25.sum_scores` sums them."""
+        d = self.directory
+        read = [dict(zip(*weights, strict=True)) if weights else {} for weights in found]
+        length_of: dict[int, int] = {}
+        wanted = set(candidates)
+        for term, weights in zip(terms, found, strict=True):
+            if weights is None:
+                continue
+            for doc_id, length in zip(weights[0], self._lengths[term], strict=False):
+                if doc_id in wanted:
+                    length_of.setdefault(doc_id, length)
+        # only a candidate that some unread tail may hold needs its group read
+        missing = [doc_id for doc_id in candidates if any(doc_id not in read[number] for number in unread)]
+        held = self._held_terms(missing) if missing else {}
+        idfs = {number: lucene_idf(d.n, self._entries[terms[number]][0]) for number in unread}
+        scores = {}
+        for doc_id in candidates:
+            norm = length_norm(d.k1, d.b, d.avgdl, length_of[doc_id])
+            frequencies = held.get(doc_id, {})
+            score = 0.0
+            for number, weight_of in enumerate(read):
+                weight = weight_of.get(doc_id)
+                if weight is None and number in idfs:
+                    frequency = frequencies.get(self._entries[terms[number]][2], 0)
+                    if frequency:
+                        weight = term_weights(idfs[number], d.k1, [frequency], [norm])[0]
+                if weight is not None:
+                    score += weight
+            scores[doc_id] = score
+        return scores
+
+    def _held_terms(self, doc_ids: list[int]) -> dict[int, dict[int, int]]:
+        """Each document's {term rank: frequency} from the forward file, its groups read in one batch."""
+        starts, shas = self._forward_index()
+        group = self.directory.forward_group
+        numbers = sorted({doc_id // group for doc_id in doc_ids})
+        blocks = [Block(self.directory.forward, starts[g], starts[g + 1], shas[g]) for g in numbers]
+        held: dict[int, dict[int, int]] = {}
+        for number, data in zip(numbers, self._reader.read(blocks, FORWARD_GAP_BYTES), strict=True):
+            values, at = read_varints(data), 0
+            for doc_id in range(number * group, min((number + 1) * group, self.n_docs)):
+                count, at = values[at], at + 1
+                rank, frequencies = 0, {}
+                for _ in range(count):
+                    rank += values[at]
+                    frequencies[rank] = values[at + 1]
+                    at += 2
+                held[doc_id] = frequencies
+            if at != len(values):
+                raise DamagedData(f"{self.directory.forward}: group {number} does not hold {group} documents")
+        return held
+
+    def _forward_index(self) -> tuple[array[int], list[str]]:
+        if self._forward is None:
+            path, size, sha = self.directory.forward_index
+            (data,) = self._reader.read([Block(path, 0, size, sha)])
+            groups = (size - 4) // (4 + FORWARD_SHA_BYTES)
+            starts = array("I")
+            starts.frombytes(data[: 4 * (groups + 1)])
+            if sys.byteorder != "little":
+                starts.byteswap()
+            at = 4 * (groups + 1)
+            shas = [data[i : i + FORWARD_SHA_BYTES].hex() for i in range(at, size, FORWARD_SHA_BYTES)]
+            self._forward = (starts, shas)
+        return self._forward

@@ -116,7 +116,7 @@ const fetchedRanges = new Map(); // "path start end" -> bytes fetched for the st
 const wholeFiles = new Map(); // site path -> the whole file, from a host that ignored Range
 const honoursRange = new Map(); // site path -> whether its host answered a Range with 206
 let pendingRanges = []; // [path, start, end] the current step needs and has not got
-const RANGE_ROUNDS = 8; // a step needs at most a few batches (dictionary, postings; lists, rows)
+const RANGE_ROUNDS = 8; // a step needs at most a few batches (dictionary, postings, forward index and groups; lists, rows)
 
 const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
 
