@@ -70,20 +70,31 @@ class Speller:
         """
         filters = field_spans(query)
         words = [m for m in _WORD_RE.finditer(query) if not any(a <= m.start() < b for a, b in filters)]
-        unknown = {}
+        # Each step reads what every word needs in one batch: in the browser a batch is a round trip.
+        self._bm25.read_entries(term for match in words for term in analyze(match.group())[:1])
+        rare = []  # (where, (term, typed word), passages)
         for match in words:
             terms = analyze(match.group())
             passages = self._bm25.doc_freq(terms[0]) if len(terms) == 1 else MISPRINTS + 1
             if passages <= MISPRINTS:
-                key = (terms[0], match.group())
-                if key not in self.corrections:
-                    self.corrections[key] = self._candidates(*key)
-                # a word a few passages misprint ("lenght") still has a far commoner right spelling
-                found = [c for c in self.corrections[key] if c.passages >= MISPRINT_RATIO * passages]
-                unknown[match.start()] = tuple(found)
+                rare.append((match.start(), (terms[0], match.group()), passages))
+        new = list(dict.fromkeys(key for _, key, _ in rare if key not in self.corrections))
+        self._bm25.read_near(term for term, _ in new)
+        nearest = {key: self._nearest(*key) for key in new}
+        self._bm25.read_postings(known for stems in nearest.values() for *_, known in stems)
+        for key in new:
+            self.corrections[key] = self._spelt(*key, nearest[key])
+        unknown = {}
+        for start, key, passages in rare:
+            # a word a few passages misprint ("lenght") still has a far commoner right spelling
+            unknown[start] = tuple(
+                c for c in self.corrections[key] if c.passages >= MISPRINT_RATIO * passages
+            )
         if not any(unknown.values()):
             return None
         context = [term for term in analyze(query) if self._bm25.doc_freq(term)]
+        agreeing = [term for term in context if self._bm25.doc_freq(term) <= AGREEMENT_MOST_PASSAGES]
+        self._bm25.read_postings([c.term for found in unknown.values() for c in found] + agreeing)
         pieces, at = [], 0
         for match in words:
             candidates = unknown.get(match.start())
@@ -113,15 +124,15 @@ class Speller:
                 shared.update(docs.intersection(self._bm25.doc_ids(other)))
         return len(shared)
 
-    def _candidates(self, term: str, typed: str) -> tuple[Candidate, ...]:
-        """Words of the corpus within the allowed edits of `typed`, none of them rare (MIN_PASSAGES).
+    def _nearest(self, term: str, typed: str) -> list[tuple[int, int, int, str]]:
+        """The SPELLED_CANDIDATES stems nearest `typed` as (edits, ending, -passages, stem), none of them
+        rare (MIN_PASSAGES).
 
         Indexed terms are stems, so each is compared with a prefix of the typed word ("adaptaion" is
-        "adapt" + an ending); the nearest few stems are then spelt out from passages that hold them,
-        and each keeps its spelling nearest the typed word, so the suggestion reads as text.
+        "adapt" + an ending).
         """
         lower = typed.lower()
-        allowed = 2 if len(lower) >= TWO_EDITS_FROM else 1
+        allowed = _allowed_edits(lower)
         # against the typed word and against its stem: "rotery" is "roteri" as "rotary" is "rotari"
         forms = [(form, set(form)) for form in dict.fromkeys((lower, term))]
         letters = set(lower).union(term)
@@ -138,8 +149,17 @@ class Speller:
                 passages = self._bm25.doc_freq(known)
                 if passages >= MIN_PASSAGES or distance < allowed:
                     near.append((distance, ending, -passages, known))
+        return sorted(near)[:SPELLED_CANDIDATES]
+
+    def _spelt(
+        self, term: str, typed: str, nearest: list[tuple[int, int, int, str]]
+    ) -> tuple[Candidate, ...]:
+        """The `_nearest` stems spelt out from passages that hold them, each in its spelling nearest the
+        typed word, so the suggestion reads as text."""
+        lower = typed.lower()
+        allowed = _allowed_edits(lower)
         found: list[Candidate] = []
-        for stem_edits, _, minus_passages, known in sorted(near)[:SPELLED_CANDIDATES]:
+        for stem_edits, _, minus_passages, known in nearest:
             if found and stem_edits > min(candidate.distance for candidate in found):
                 break  # the rest are farther (a stem's edits rarely exceed its nearest word's)
             spelt = [
@@ -163,6 +183,10 @@ class Speller:
                 w.lower() for w in _WORD_RE.findall(self._chunk_text(doc_id)) if _analysed(w) == (term,)
             )
         return words
+
+
+def _allowed_edits(lower: str) -> int:
+    return 2 if len(lower) >= TWO_EDITS_FROM else 1
 
 
 def stem_distance(stem: str, word: str, limit: int) -> tuple[int, int]:

@@ -310,9 +310,7 @@ class TermIndex:
         initial = term[:1]
         if not initial or not self.directory.blocks:
             return []
-        after = chr(ord(initial) + 1)
-        first, last = self._block_of(initial), self._block_of(after)
-        self._read_blocks(range(first, last + 1))
+        self.read_near([term])
         return sorted(
             (
                 known
@@ -325,9 +323,10 @@ class TermIndex:
     # --- postings ---------------------------------------------------------------------------------------
 
     def _pages(
-        self, terms: Sequence[str], counts: Sequence[int]
+        self, terms: Sequence[str], counts: Sequence[int], also: Sequence[Block] = ()
     ) -> list[tuple[list[int], list[int], list[int]]]:
-        """(doc ids, frequencies, lengths) of the first `count` postings of each term, one batch of reads."""
+        """(doc ids, frequencies, lengths) of the first `count` postings of each term, one batch of reads
+        (with the blocks `also`, kept for a later step)."""
         page, wanted, plan = self.directory.page, [], []
         for term, count in zip(terms, counts, strict=True):
             df, start, _rank, *shas = self._entries[term]
@@ -340,7 +339,7 @@ class TermIndex:
                 )
             plan.append(pages)
             wanted += [block for block, _ in pages]
-        data = dict(zip(wanted, self._reader.read(wanted), strict=True))
+        data = dict(zip(wanted, self._reader.read([*wanted, *also])[: len(wanted)], strict=True))
         found = []
         for pages in plan:
             doc_ids: list[int] = []
@@ -361,10 +360,22 @@ class TermIndex:
             found.append((doc_ids, frequencies, lengths))
         return found
 
-    def weights(self, terms: Sequence[str], prefix: int) -> list[Weights | None]:
-        """Each term's (doc ids, BM25 weights) over its first `prefix` postings (0: all), best first."""
+    def weights(self, terms: Sequence[str], prefix: int, rescoring: bool = False) -> list[Weights | None]:
+        """Each term's (doc ids, BM25 weights) over its first `prefix` postings (0: all), best first;
+        `rescoring`: the forward index comes with the pages when a term's tail is left unread."""
         d = self.directory
         self._read_blocks(self._block_of(term) for term in terms if d.blocks)
+        also = []
+        known = [term for term in terms if term in self._entries]
+        # one term's own prefix holds its candidates' whole scores: only several terms need the file
+        if (
+            rescoring
+            and self._forward is None
+            and len(known) > 1
+            and any(self._tail_unread(t, prefix) for t in known)
+        ):
+            path, size, sha = d.forward_index
+            also.append(Block(path, 0, size, sha))
         needed = {}
         for term in terms:
             entry = self._entries.get(term)
@@ -374,7 +385,7 @@ class TermIndex:
             if self._weights.get(term, (-1,))[0] < count:
                 needed[term] = count
         for (term, count), (doc_ids, frequencies, lengths) in zip(
-            needed.items(), self._pages(list(needed), list(needed.values())), strict=True
+            needed.items(), self._pages(list(needed), list(needed.values()), also), strict=True
         ):
             idf = lucene_idf(d.n, self._entries[term][0])
             norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in lengths]
@@ -389,6 +400,26 @@ class TermIndex:
             doc_ids, weights = self._weights[term][1]
             found.append((doc_ids[:count], weights[:count]))
         return found
+
+    def read_near(self, terms: Iterable[str]) -> None:
+        """The dictionary blocks `terms_near` reads for each of `terms`, all in one batch."""
+        if not self.directory.blocks:
+            return
+        numbers: list[int] = []
+        for initial in {term[:1] for term in terms if term}:
+            after = chr(ord(initial) + 1)
+            numbers += range(self._block_of(initial), self._block_of(after) + 1)
+        self._read_blocks(numbers)
+
+    def read_entries(self, terms: Iterable[str]) -> None:
+        """The dictionary entries of all `terms` in one batch: a caller about to look terms up one by one
+        (spelling) then waits for one round trip, not one per term."""
+        if self.directory.blocks:
+            self._read_blocks(self._block_of(term) for term in terms)
+
+    def read_postings(self, terms: Iterable[str]) -> None:
+        """Every posting of all `terms` in one batch (their entries first), for later `doc_ids` calls."""
+        self.weights(list(dict.fromkeys(terms)), 0)
 
     def doc_ids(self, term: str) -> list[int]:
         """Every document holding `term`, in doc id order: phrases and spelling need them all."""
@@ -410,18 +441,17 @@ class TermIndex:
         terms = list(dict.fromkeys(query_terms))
         if k <= 0:
             return []
-        found = self.weights(terms, prefix)
-        unread = [
-            number
-            for number, (term, weights) in enumerate(zip(terms, found, strict=True))
-            if weights is not None
-            and len(weights[0]) < self._entries[term][0]
-            and self._entries[term][2] >= 0
-        ]
+        found = self.weights(terms, prefix, rescoring=rescore > 0)
+        unread = [number for number, term in enumerate(terms) if self._tail_unread(term, prefix)]
         if not unread or rescore <= 0:
             return sum_scores(found, k, allowed)
         candidates = [doc for doc, _ in sum_scores(found, max(k, rescore), allowed)]
         return top_scores(self._exact_scores(terms, found, unread, candidates), k)
+
+    def _tail_unread(self, term: str, prefix: int) -> bool:
+        """Whether `prefix` postings leave part of `term` unread that the forward file holds."""
+        entry = self._entries.get(term)
+        return entry is not None and 0 < prefix < entry[0] and entry[2] >= 0
 
     def _exact_scores(
         self, terms: list[str], found: list[Weights | None], unread: list[int], candidates: list[int]

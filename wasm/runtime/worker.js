@@ -116,7 +116,10 @@ const fetchedRanges = new Map(); // "path start end" -> bytes fetched for the st
 const wholeFiles = new Map(); // site path -> the whole file, from a host that ignored Range
 const honoursRange = new Map(); // site path -> whether its host answered a Range with 206
 let pendingRanges = []; // [path, start, end] the current step needs and has not got
-const RANGE_ROUNDS = 8; // a step needs at most a few batches (dictionary, postings, forward index and groups; lists, rows)
+// A step needs a few batches: dictionary, postings (with the forward index), forward groups; then for
+// words the list never uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's
+// 276 questions); lists and rows. The bound only stops a step that would never settle.
+const RANGE_ROUNDS = 16;
 
 const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
 
