@@ -1,4 +1,4 @@
-"""Did-you-mean's distances: the bit-parallel stem distance and the plain edit distance."""
+"""Did-you-mean: the bit-parallel stem distance, the plain edit distance, and suggestions over a ranged index."""
 
 import random
 
@@ -43,8 +43,9 @@ def test_edit_distance_counts_transpositions_and_stops_at_the_limit():
     assert edit_distance("abcdef", "uvwxyz", 2) == 3
 
 
-def speller(passages, tmp_path):
-    """A speller over the very files a site serves: the ranged term index, read from a folder."""
+def speller(passages, tmp_path, announce=None):
+    """A speller over the very files a site serves: the ranged term index, read from a folder
+    (`announce` hears each batch of ranges, as the browser's worker does)."""
     import numpy as np
 
     from builder.site.search_files import index_files, plain_name
@@ -61,7 +62,8 @@ def speller(passages, tmp_path):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(data)
     directory = read_term_directory((tmp_path / built.roles["postings"]).read_bytes())
-    return Speller(TermIndex(directory, BlockReader(folder_range_reader(tmp_path))), passages.__getitem__)
+    reader = BlockReader(folder_range_reader(tmp_path), announce)
+    return Speller(TermIndex(directory, reader), passages.__getitem__)
 
 
 # Passages where the common word and a rarer neighbour both exist: the typo must go to the common one.
@@ -99,3 +101,12 @@ def test_agreement_with_the_other_words_breaks_a_tie(tmp_path):
     assert speller(passages, tmp_path).suggest("catel desert") == "camel desert"
     assert speller(passages, tmp_path).suggest("catel wedding") == "cater wedding"
     assert speller(passages, tmp_path).suggest("catel") == "cater"  # alone: the commoner
+
+
+def test_several_unknown_words_cost_three_batches_of_reads(tmp_path):
+    """In the browser each batch is a round trip and a rerun of the step: the lookups of every word go
+    together (entries, the dictionary near each unknown word, the candidates' postings)."""
+    batches = []
+    speller_ = speller([*PASSAGES, *["the router and the encoder"] * 4], tmp_path, batches.append)
+    assert speller_.suggest("rotery posiiton lenght ruoter encodr") == "rotary position length router encoder"
+    assert len(batches) <= 3, batches
