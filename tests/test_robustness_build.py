@@ -54,10 +54,11 @@ def kill_hard(process: subprocess.Popen) -> None:
 
 
 def manifest_files_present(site: Path) -> list[str]:
-    """The files the site's manifest names that are missing (empty when the site is whole)."""
+    """The files the site's manifest names that are missing (empty when the site is whole); a paper's
+    text is named plain and stored only as its .gz (store.write_gzip_only)."""
     manifest = json.loads((site / "manifest.json").read_text())
     named = [a["path"] for a in manifest["artifacts"]] + [a["path"] for a in manifest["runtime"]["artifacts"]]
-    return [path for path in named if not (site / path).is_file()]
+    return [path for path in named if not ((site / path).is_file() or (site / (path + ".gz")).is_file())]
 
 
 def children_of(pid: int) -> set[int]:
