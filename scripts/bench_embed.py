@@ -11,8 +11,8 @@ the ratios to the builder's setting within a round (median over rounds), wall an
   batches of DOCUMENT_BATCH, one intra-op thread per core);
 - the same graph at other batch sizes, and with one thread;
 - int8: onnxruntime's dynamic quantisation of that graph (int8 weights per output channel, activations
-  uint8 per tensor, computed with integer kernels): every matrix, or only the attention output matrices,
-  the group whose quantisation moves vectors least;
+  uint8 per tensor, computed with integer kernels): every matrix, or one group of them (the attention
+  output, the fused attention's query/key/value projection, the feed-forward input: the largest);
 - torch: sentence-transformers itself (fp32, batches of 64), and in bfloat16 (a CPU with avx512_bf16
   runs it natively), torch's threads set to the cores.
 
@@ -109,9 +109,14 @@ def settings(corpus: config.Corpus, cache: Path, scratch: Path) -> dict[str, Emb
     found.update({f"fp32 batch {size}": onnx(fp32, batch=size) for size in (1, 2, 8, 16)})
     found["fp32 1 thread"] = onnx(fp32, threads=1)
     found["int8 every matrix"] = onnx(int8_graph(fp32, scratch / "int8-all.onnx", None))
-    found["int8 attention output only"] = onnx(
-        int8_graph(fp32, scratch / "int8-attention-output.onnx", "attention/output/dense")
-    )
+    for name, part in (
+        ("attention output", "attention/output/dense"),
+        ("attention in-projection", "Attention_"),
+        ("feed-forward input", "intermediate/dense"),
+    ):
+        found[f"int8 {name} only"] = onnx(
+            int8_graph(fp32, scratch / f"int8-{part.replace('/', '-').strip('_-')}.onnx", part)
+        )
     found["torch fp32 (sentence-transformers)"] = torch_embedder(model_dir, bfloat16=False)
     found["torch bfloat16"] = torch_embedder(model_dir, bfloat16=True)
     return found
