@@ -1,4 +1,4 @@
-"""Did-you-mean: the bit-parallel stem distance, the plain edit distance, and suggestions over a ranged index."""
+"""Did-you-mean: the bit-parallel stem distance, the plain edit distance, suggestions over a ranged index."""
 
 import random
 
