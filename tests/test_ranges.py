@@ -14,7 +14,13 @@ from builder.stages.index import quantize
 from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.denselists import DenseLists, read_dense_directory
 from readingroom_core.ranges import Block, BlockReader, DamagedData, folder_range_reader, whole_file_ranges
-from readingroom_core.termindex import PAGE_ENTRIES, TermIndex, TermLayout, read_term_directory
+from readingroom_core.termindex import (
+    INLINE_PAGES,
+    PAGE_ENTRIES,
+    TermIndex,
+    TermLayout,
+    read_term_directory,
+)
 
 WORDS = [f"w{n}" for n in range(400)]
 DOCS = 1500
@@ -195,10 +201,10 @@ def test_damaged_postings_are_refused(written, tmp_path):
         index.search(["w0", "w1"], 10)
 
 
-def forward_layout(root, min_df: int, read_range=None) -> TermIndex:
+def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLINE_PAGES) -> TermIndex:
     """The keyword files of the generated passages with every term in more than `min_df` of them in the
-    forward file, and a reader over them."""
-    layout = TermLayout(build_postings(generated_texts()), min_df=min_df)
+    forward file (and `inline_pages` page checksums per dictionary entry), and a reader over them."""
+    layout = TermLayout(build_postings(generated_texts()), min_df=min_df, inline_pages=inline_pages)
     files = {
         "data/terms.json": layout.terms_bytes,
         "data/pages.bin": layout.pages_bytes,
@@ -248,6 +254,35 @@ def test_a_damaged_forward_file_is_refused(tmp_path, damaged):
     (tmp_path / "data" / damaged).write_bytes(bytes(data))
     with pytest.raises(DamagedData, match=damaged):
         index.search(["w0", "w1", "w5"], 10, prefix=PAGE_ENTRIES)
+
+
+def test_an_entry_holds_the_checksums_a_default_read_needs_and_a_deep_read_fetches_the_rest(tmp_path):
+    ranges = CountingRanges(tmp_path)
+    index = forward_layout(tmp_path, PAGE_ENTRIES, ranges, inline_pages=1)
+    exact = BM25Index(build_postings(generated_texts()))
+    index.search(["w0", "w1"], 10, prefix=PAGE_ENTRIES)
+    pages = [(start, end) for path, start, end in ranges.asked if path == "data/pages.bin"]
+    df, start, _rank, first_page, rest = index._entries["w0"]
+    assert df > 3 * PAGE_ENTRIES and len(pages) == 2  # one page each, no checksums beyond the entry's
+    assert (start, start + 8 * PAGE_ENTRIES) in pages
+    holding = [doc for doc, text in enumerate(generated_texts()) if "w0" in text.split()]
+    assert index.doc_ids("w0") == holding  # every page: the rest of the checksums first
+    assert (start - 16 * (-(-df // PAGE_ENTRIES) - 1), start) in [(s, e) for _, s, e in ranges.asked]
+    for query in QUERIES:
+        assert index.search(query.split(), 50, prefix=0) == exact.search(query.split(), 50)
+
+
+def test_damaged_checksums_of_a_terms_deeper_pages_are_refused(tmp_path):
+    index = forward_layout(tmp_path, PAGE_ENTRIES, inline_pages=1)
+    assert index.search(["w0"], 10, prefix=PAGE_ENTRIES)
+    start = index._entries["w0"][1]
+    data = bytearray((tmp_path / "data" / "pages.bin").read_bytes())
+    data[start - 1] ^= 0xFF  # the last checksum of w0's deeper pages
+    (tmp_path / "data" / "pages.bin").write_bytes(bytes(data))
+    damaged = TermIndex(index.directory, BlockReader(folder_range_reader(tmp_path)))
+    assert damaged.search(["w0"], 10, prefix=PAGE_ENTRIES) == index.search(["w0"], 10, prefix=PAGE_ENTRIES)
+    with pytest.raises(DamagedData, match="pages.bin bytes"):
+        damaged.doc_ids("w0")
 
 
 # --- dense side ----------------------------------------------------------------------------------------

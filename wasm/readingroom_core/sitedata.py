@@ -30,8 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 4  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
-# 4: the forward file that rescores keyword candidates, paper texts stored only as .gz
+FORMAT_VERSION = 5  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+# 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: a dictionary
+# entry holds its first pages' checksums, the rest lie before its pages
 MANIFEST_FILE = "manifest.json"
 
 

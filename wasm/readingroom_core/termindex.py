@@ -4,15 +4,18 @@ and the best candidates rescored exactly from a forward file.
 Five files (written by `TermLayout`, read by `TermIndex`):
 
 - the directory (`files.postings`, loaded at start-up and checked by the manifest): the BM25 parameters,
-  the page size, per dictionary block its first term and its byte range and sha256 in the terms file,
-  and the forward file's group size, its smallest document frequency and its index's size and sha256:
-      {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "terms": path, "pages": path,
-       "blocks": [[first term, start, end, sha256], ...], "forward": path, "forward_group": G,
-       "forward_min_df": F, "forward_index": [path, size, sha256]}
+  the page size, how many page checksums a dictionary entry holds, per dictionary block its first term
+  and its byte range and sha256 in the terms file, and the forward file's group size, its smallest
+  document frequency and its index's size and sha256:
+      {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "inline_pages": I, "terms": path,
+       "pages": path, "blocks": [[first term, start, end, sha256], ...], "forward": path,
+       "forward_group": G, "forward_min_df": F, "forward_index": [path, size, sha256]}
 - the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, page sha,
-  ...]} (a page's sha256 as its first 32 hex digits; rank: the term's number in the forward file, -1 for
-  a term in at most F documents);
-- the pages file: per term its postings in impact order (BM25 weight of the term in the document, best
+  ...]} (rank: the term's number in the forward file, -1 for a term in at most F documents); the shas
+  of its first I pages (sha256 as their first 32 hex digits), and for a term with more pages one more:
+  the sha of the rest's checksums, which lie in the pages file just before its pages;
+- the pages file: per term the checksums of its pages past the I-th (16 bytes each, only for a term with
+  more than I pages), then its postings in impact order (BM25 weight of the term in the document, best
   first, ties by doc id), P to a page, each page little-endian uint32 doc ids, uint16 term frequencies,
   uint16 document lengths;
 - the forward file: per document, in doc id order, the frequency of each term in more than F documents
@@ -21,7 +24,9 @@ Five files (written by `TermLayout`, read by `TermIndex`):
   then each group's first 16 bytes of sha256.
 
 A query reads its terms' dictionary blocks, then the first `prefix` postings of each term: the documents
-where a term weighs most. Its best `rescore` candidates then get the weight of every term whose unread
+where a term weighs most. An entry holds only the checksums a default query needs, so a block stays small
+however common its terms are ("model" has 2,500 pages at 10,000 papers); a deeper read (a phrase, every
+posting) first reads the rest of the term's checksums. Its best `rescore` candidates then get the weight of every term whose unread
 tail may hold them, from their groups in the forward file: a common term ("model" is in 73% of passages)
 weighs little per passage, but a dozen of them decide many top-10s on a large list (scripts/
 bm25_depth_study.py). Scores are exact where they are computed: same formula, same order of sums as
@@ -67,6 +72,9 @@ FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's freque
 FORWARD_MIN_DF = 1024  # the forward file holds terms in more documents: a prefix >= this leaves no other tail
 FORWARD_SHA_BYTES = 16
 FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
+# Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
+# round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
+INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 
 Weights = tuple[list[int], list[float]]
 
@@ -80,6 +88,7 @@ class TermDirectory:
     b: float
     avgdl: float
     page: int
+    inline_pages: int
     terms: str
     pages: str
     blocks: tuple[tuple[str, int, int, str], ...]  # (first term, start, end, sha256) in the terms file
@@ -89,9 +98,10 @@ class TermDirectory:
     forward_index: tuple[str, int, str]  # (path, size, sha256)
 
     def to_json(self) -> dict[str, Any]:
-        keys = ("n", "k1", "b", "avgdl", "page", "terms", "pages", "blocks", "forward", "forward_group")
+        keys = ("n", "k1", "b", "avgdl", "page", "inline_pages", "terms", "pages", "blocks", "forward")
         data = {"v": FORMAT_VERSION, **{key: getattr(self, key) for key in keys}}
-        return data | {"forward_min_df": self.forward_min_df, "forward_index": self.forward_index}
+        forward = {"forward_group": self.forward_group, "forward_min_df": self.forward_min_df}
+        return data | forward | {"forward_index": self.forward_index}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TermDirectory:
@@ -103,6 +113,7 @@ class TermDirectory:
             data["b"],
             data["avgdl"],
             data["page"],
+            data["inline_pages"],
             data["terms"],
             data["pages"],
             blocks,
@@ -161,11 +172,13 @@ class TermLayout:
         page: int = PAGE_ENTRIES,
         group: int = FORWARD_GROUP,
         min_df: int = FORWARD_MIN_DF,
+        inline_pages: int = INLINE_PAGES,
     ) -> None:
         self.postings = postings
         self.page = page
         self.group = group
         self.min_df = min_df
+        self.inline_pages = inline_pages
         pages, dictionary = bytearray(), {}
         norms = [length_norm(postings.k1, postings.b, postings.avgdl, dl) for dl in postings.doc_lengths]
         held: list[list[tuple[int, int]]] = [[] for _ in range(postings.n)]  # per doc: (rank, frequency)
@@ -180,11 +193,8 @@ class TermLayout:
             idf = lucene_idf(postings.n, len(doc_ids))
             weights = term_weights(idf, postings.k1, frequencies, [norms[d] for d in doc_ids])
             order = sorted(range(len(doc_ids)), key=lambda i: (-weights[i], doc_ids[i]))
-            shas = []
-            start = len(pages)
-            for first in range(0, len(order), page):
-                chosen = order[first : first + page]
-                data = b"".join(
+            term_pages = [
+                b"".join(
                     _little_endian(array(code, values))
                     for code, values in (
                         ("I", [doc_ids[i] for i in chosen]),
@@ -192,9 +202,16 @@ class TermLayout:
                         ("H", [postings.doc_lengths[doc_ids[i]] for i in chosen]),
                     )
                 )
-                shas.append(hashlib.sha256(data).hexdigest()[:PAGE_SHA_DIGITS])
-                pages += data
-            dictionary[term] = [len(doc_ids), start, rank, *shas]
+                for chosen in (order[first : first + page] for first in range(0, len(order), page))
+            ]
+            shas = [hashlib.sha256(data).digest()[: PAGE_SHA_DIGITS // 2] for data in term_pages]
+            checksums = [sha.hex() for sha in shas[:inline_pages]]
+            if len(shas) > inline_pages:
+                rest = b"".join(shas[inline_pages:])
+                pages += rest
+                checksums.append(hashlib.sha256(rest).hexdigest()[:PAGE_SHA_DIGITS])
+            dictionary[term] = [len(doc_ids), len(pages), rank, *checksums]
+            pages += b"".join(term_pages)
         self.pages_bytes = bytes(pages)
         self.terms_bytes, self._blocks = _dictionary_blocks(dictionary)
         self.forward_bytes, self.forward_index_bytes = _forward_files(held, group)
@@ -212,6 +229,7 @@ class TermLayout:
             p.b,
             p.avgdl,
             self.page,
+            self.inline_pages,
             terms_path,
             pages_path,
             self._blocks,
@@ -322,14 +340,33 @@ class TermIndex:
 
     # --- postings ---------------------------------------------------------------------------------------
 
+    def _page_shas(self, terms: Sequence[str], counts: Sequence[int]) -> list[list[str]]:
+        """Each term's page checksums as far as its first `count` postings reach: those in its entry, and
+        past them the rest, read for every such term in one batch."""
+        page, inline = self.directory.page, self.directory.inline_pages
+        found, deeper = [], []
+        for term, count in zip(terms, counts, strict=True):
+            df, start, _rank, *shas = self._entries[term]
+            pages = -(-df // page)
+            found.append(shas[: min(pages, inline)])
+            if -(-min(count, df) // page) > inline:
+                rest = (pages - inline) * PAGE_SHA_DIGITS // 2
+                deeper.append(
+                    (len(found) - 1, Block(self.directory.pages, start - rest, start, shas[inline]))
+                )
+        for (number, _), data in zip(deeper, self._reader.read([block for _, block in deeper]), strict=True):
+            half = PAGE_SHA_DIGITS // 2
+            found[number] += [data[at : at + half].hex() for at in range(0, len(data), half)]
+        return found
+
     def _pages(
         self, terms: Sequence[str], counts: Sequence[int], also: Sequence[Block] = ()
     ) -> list[tuple[list[int], list[int], list[int]]]:
         """(doc ids, frequencies, lengths) of the first `count` postings of each term, one batch of reads
-        (with the blocks `also`, kept for a later step)."""
+        (with the blocks `also`, kept for a later step) after the checksums a deep read needs."""
         page, wanted, plan = self.directory.page, [], []
-        for term, count in zip(terms, counts, strict=True):
-            df, start, _rank, *shas = self._entries[term]
+        for term, count, shas in zip(terms, counts, self._page_shas(terms, counts), strict=True):
+            df, start, *_ = self._entries[term]
             pages = []
             for number in range(-(-min(count, df) // page)):
                 entries = min(page, df - number * page)
