@@ -89,7 +89,6 @@ def kind_of(url: str) -> str:
         ("/runtime/python-snapshot", "python snapshot"),
         ("/runtime/ort", "onnxruntime-web"),
         ("/model/", "model"),
-        ("/data/vectors", "vectors"),
         ("/data/text/", "passage text"),
         ("/data/", "index data"),
         (".whl", "core wheel"),

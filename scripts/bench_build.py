@@ -48,6 +48,7 @@ from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
 from builder.stages.encoder import document_encoder_path  # noqa: E402
+from builder.stages.index import hnsw_path  # noqa: E402
 from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
 from readingroom_core.sitedata import Manifest, read_chunk_table, read_manifest, read_papers  # noqa: E402
@@ -191,7 +192,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     ).chunks  # all from cache
     rows = chunk_rows(site, manifest)
     assert len(rows) == len(vectors)
-    index = UsearchFile.from_bytes((site / manifest.files.vectors).read_bytes())
+    index = UsearchFile.from_bytes(hnsw_path(cache).read_bytes())  # this build's: the site's rows
     stored = np.array([index.vector(doc) for doc in range(len(rows))], dtype=np.float64)
     stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
 

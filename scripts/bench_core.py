@@ -48,7 +48,8 @@ from support.pyodide import (  # noqa: E402
 from builder.site.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.browser import folder_reader  # noqa: E402
-from readingroom_core.hnsw import UsearchFile  # noqa: E402
+from readingroom_core.denselists import DenseLists, read_dense_directory  # noqa: E402
+from readingroom_core.ranges import BlockReader, folder_range_reader  # noqa: E402
 
 MODES = ["bm25", "dense", "hybrid"]
 K = 10
@@ -67,8 +68,8 @@ def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
         for paper in papers
         for chunk in sitedata.read_paper_text(folder_reader(site)(paper.text)).chunks
     ]
-    vectors = UsearchFile((site / manifest.files.vectors).read_bytes())
-    rows = np.array([vectors.vector(key) for key in range(vectors.size)], dtype=np.float64)
+    dense = read_dense_directory((site / manifest.files.dense).read_bytes())
+    rows = np.array(DenseLists(dense, BlockReader(folder_range_reader(site))).every_row(), dtype=np.float64)
     rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
     return manifest, texts, rows
 

@@ -333,6 +333,12 @@ def test_a_filter_scans_more_lists_until_enough_passages_are_allowed(written):
     assert len(found) == 10 and {doc for doc, _ in found} <= allowed
 
 
+def test_every_row_is_its_passages_quantized_vector(written):
+    _, built, _, vectors = written
+    rows = np.array(dense_index(written).every_row(), dtype=np.int8)
+    assert np.array_equal(rows, quantize(vectors, built.params.scale))
+
+
 @pytest.mark.parametrize("damaged_file", ["dense-rows", "dense-lists"])
 def test_damaged_dense_files_are_refused(written, tmp_path, damaged_file):
     _, built, *_ = written

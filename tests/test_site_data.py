@@ -12,7 +12,7 @@ from usearch.index import Index
 
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
-from builder.stages.index import USEARCH_VERSION
+from builder.stages.index import USEARCH_VERSION, hnsw_path
 from readingroom_core import papertable, sitedata
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import folder_reader, open_folder
@@ -67,9 +67,12 @@ def site_chunks(out, manifest):
     return rows
 
 
-def test_usearch_file_reopens_and_finds_each_chunk_by_its_own_text(site, model_dir):
+def test_the_usearch_file_stays_in_the_cache_and_finds_each_chunk_by_its_own_text(
+    site, built_sites, model_dir
+):
     out, manifest = site
-    index = Index.restore(str(out / manifest["files"]["vectors"]))
+    assert not list(out.rglob("*.usearch"))  # the site reads the dense lists; visitors never fetch it
+    index = Index.restore(str(hnsw_path(built_sites.cache)))  # the last build's: `site`'s
     rows = site_chunks(out, manifest)
     assert index.size == len(rows) and index.ndim == 384
     counter = TokenCounter(model_dir)

@@ -78,6 +78,7 @@ def _base_url(args: argparse.Namespace) -> str | None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from builder.pipeline import build
+    from builder.stages.index import hnsw_path
 
     options = build_options(args, args.out)
     if options.ray is None:
@@ -99,6 +100,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print("build failed: --strict and failures above", file=sys.stderr)
     else:
         print(f"site written to {args.out}/")
+        print(f"HNSW file for other tools (not published): {hnsw_path(options.cache_dir)}")
     return code
 
 

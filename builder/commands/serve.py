@@ -35,7 +35,6 @@ MIME_TYPES = {
     ".js": "text/javascript",
     ".json": "application/json",
     ".onnx": "application/octet-stream",
-    ".usearch": "application/octet-stream",
     ".whl": "application/zip",
     ".zip": "application/zip",
     # A file's gzip copy (builder/site/store.py with_gzip) is sent as it is stored, with no

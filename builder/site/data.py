@@ -1,7 +1,7 @@
 """The site's data files, written content-hashed from what the build holds: a text file per paper, the
 papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25
-postings, the vector file and the query encoder; and the manifest that names them (saved once render has
-added the runtime). Every record goes through its typed form in `readingroom_core.sitedata` (the paper
+postings, the dense lists and the query encoder; and the manifest that names them (saved once render has
+added the runtime). The HNSW file goes to the cache (`stages/index.py`). Every record goes through its typed form in `readingroom_core.sitedata` (the paper
 table's in `readingroom_core.papertable`), which owns the formats."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from builder.site.search_files import search_index_files
 from builder.site.store import with_gzip, write_gzip_only, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
-from builder.stages.index import IndexParams
+from builder.stages.index import IndexParams, write_hnsw_file
 from builder.titles import title_case
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
@@ -58,7 +58,7 @@ class SiteData:
 
 @dataclass(frozen=True)
 class SearchFiles:
-    """The files search reads (papers, chunks, postings, vectors) by role, and how they were made."""
+    """The files search reads (papers, chunks, postings, dense lists) by role, and how they were made."""
 
     files: dict[str, Artifact]
     ranged: list[Artifact]  # read by range: listed with their checksums, never gzipped
@@ -79,6 +79,7 @@ def write_site_data(
         records, artifacts = write_paper_texts(out_dir, papers, embedded.papers)
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
+        write_hnsw_file(cache_dir, embedded.chunks, search.index)
     with report.timed("encoder"):
         encoder_files, encoder_config = write_query_encoder(out_dir, embedded.identity, cache_dir)
     with report.timed("graph"):
@@ -86,9 +87,8 @@ def write_site_data(
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
     files = {**search.files, **encoder_files}
     for role, artifact in files.items():
-        # Search reads neither the HNSW file (written for other tools; it reads the dense lists) nor the
-        # papers file (the pages are made from it; it reads the paper table): no gzip copy for them.
-        artifacts += [artifact] if role in ("vectors", "papers") else with_gzip(out_dir, artifact)
+        # Search does not read the papers file (the pages are made from it; it reads the paper table)
+        artifacts += [artifact] if role == "papers" else with_gzip(out_dir, artifact)
     artifacts += search.ranged
     files["graph"] = graph_file  # no gzip copy: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)

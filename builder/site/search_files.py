@@ -1,6 +1,7 @@
 """The files search reads, as bytes by site path: the postings directory, dictionary, pages and forward
-file (`readingroom_core.termindex`), the dense directory, lists and rows (`readingroom_core.denselists`,
-`stages/dense_lists.py`) and the USearch HNSW file (`stages/index.py`).
+file (`readingroom_core.termindex`) and the dense directory, lists and rows (`readingroom_core.denselists`,
+`stages/dense_lists.py`), quantized as `stages/index.py` quantizes the HNSW file (which the build keeps in
+its cache: search does not read it).
 
 The site build and the BEIR evaluation both write their indexes through `search_index_files`, so the
 files `eval-beir` measures are the ones a site ships; only the naming differs (content-hashed names on a
@@ -11,15 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from builder.stages.dense_lists import dense_files
-from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
+from builder.stages.index import IndexParams, calibrate_scale, quantize
 from readingroom_core.bm25 import Postings, build_postings
 from readingroom_core.termindex import TermLayout
 
@@ -34,7 +33,7 @@ def hashed_name(folder: str, stem: str, suffix: str, data: bytes) -> str:
 
 @dataclass(frozen=True)
 class IndexFiles:
-    """Search's index files: the roles' paths (postings, dense, vectors), every file's bytes by path,
+    """Search's index files: the roles' paths (postings, dense), every file's bytes by path,
     which of them are read by range (never gzipped: ranges are of the file's own bytes)."""
 
     roles: dict[str, str]
@@ -76,10 +75,6 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     lists = add("dense-lists", ".bin", dense.lists)
     rows = add("dense-rows", ".bin", dense.rows)
     roles["dense"] = add("dense", ".json", _compact(dense.directory(lists, rows).to_json()))
-    with tempfile.TemporaryDirectory(prefix="readingroom-index-") as scratch:
-        index_path = Path(scratch) / "vectors.usearch"
-        write_index(index_path, np.arange(postings.n, dtype=np.uint64), vectors, params)
-        roles["vectors"] = add("vectors", ".usearch", index_path.read_bytes())
     ranged = frozenset({terms, pages, forward, forward_index, lists, rows})
     return IndexFiles(roles, files, ranged, params, postings.k1, postings.b)
 

@@ -172,6 +172,20 @@ class DenseLists:
                 break
         return chosen
 
+    def every_row(self) -> list[list[int]]:
+        """Every passage's int8 row, by doc id (each list and row block read once): for a benchmark that
+        needs the stored rows themselves."""
+        numbers = list(range(len(self.directory.lists)))
+        slots = [
+            (n, p)
+            for n, data in zip(numbers, self._read_lists(numbers), strict=True)
+            for p in range(len(data.doc_ids))
+        ]
+        by_doc = {
+            self._lists[n].doc_ids[p]: row for (n, p), row in zip(slots, self._rows(slots), strict=True)
+        }
+        return [by_doc[doc_id] for doc_id in range(len(by_doc))]
+
     def _read_lists(self, numbers: Sequence[int]) -> list[ListData]:
         wanted = [n for n in numbers if n not in self._lists]
         entries = [self.directory.lists[n] for n in wanted]

@@ -12,11 +12,11 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
 - per-paper text (`data/text/<id>.*.json`, `PaperText`; on disk only as its `.gz`): fetched when one of
   its chunks is shown or cited; its page spans rebuild a cited page's text from the chunks, so a quote is
   checked on that page.
-- postings (`data/postings.*.json`): BM25 postings, written and read by `bm25.py`.
-- vectors (`data/vectors.*.usearch`): the USearch HNSW file, written by the builder (usearch, numpy)
-  and read by `hnsw.py`; graph (`data/graph.*.json`): the list's citations (builder/citation_graph.py).
+- postings (`data/postings.*.json`) and dense (`data/dense.*.json`): the directories of the keyword and
+  vector files search reads by range (`termindex.py`, `denselists.py`); graph (`data/graph.*.json`): the
+  list's citations (builder/citation_graph.py).
 A chunk's number (0…n-1, papers in reading-list order, chunks in reading order) is its doc id in the
-postings and its key in the USearch file.
+postings and the dense lists, and its key in the USearch HNSW file the builder keeps in its cache.
 
 Every record converts to and from the JSON it is stored as (`to_json`/`from_json`), with the keys in a
 fixed order, so the same build writes the same bytes. Stdlib only (CPython and Pyodide read alike).
@@ -32,7 +32,7 @@ from typing import Any
 
 FORMAT_VERSION = 5  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: a dictionary
-# entry holds its first pages' checksums, the rest lie before its pages
+# entry holds its first pages' checksums, the rest lie before its pages; no HNSW file in the site
 MANIFEST_FILE = "manifest.json"
 
 
@@ -74,12 +74,11 @@ class DataFiles:
     papers: str
     chunks: str
     postings: str
-    vectors: str
     encoder: str = ""
     vocab: str = ""
     char_classes: str = ""
     graph: str = ""
-    dense: str = ""  # the dense directory (readingroom_core.denselists); `vectors` is the HNSW file
+    dense: str = ""  # the dense directory (readingroom_core.denselists)
     paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
     paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
 
@@ -102,7 +101,8 @@ class ModelSection:
 
 @dataclass(frozen=True)
 class IndexSection:
-    """Everything that shaped the vector file, and what a reader needs to query it the same way."""
+    """How the int8 rows were made (the dense lists and the HNSW file hold the same rows), and the HNSW
+    file's parameters."""
 
     scale: float  # int8 row = clip(round(unit vector * scale), -127, 127)
     metric: str
