@@ -177,8 +177,9 @@ def test_a_query_reads_its_dictionary_block_and_only_the_pages_it_needs(written)
     index = term_index(written, ranges)
     index.search(["w0"], 10, prefix=PAGE_ENTRIES)
     pages = [asked for asked in ranges.asked if "postings-pages" in asked[0]]
-    assert len(ranges.asked) == 2 and len(pages) == 1
-    assert pages[0][2] - pages[0][1] == 8 * PAGE_ENTRIES  # one page of w0, not its thousand postings
+    _df, start, _rank, sizes, *_ = index._entries["w0"]
+    assert len(ranges.asked) == 2 and pages == [("data/postings-pages.bin", start, start + sizes[0])]
+    assert sizes[0] < 4 * PAGE_ENTRIES  # one page of w0 (varints), not its thousand postings
 
 
 def test_dictionary_lookups_for_phrases_and_spelling(written):
@@ -262,12 +263,12 @@ def test_an_entry_holds_the_checksums_a_default_read_needs_and_a_deep_read_fetch
     exact = BM25Index(build_postings(generated_texts()))
     index.search(["w0", "w1"], 10, prefix=PAGE_ENTRIES)
     pages = [(start, end) for path, start, end in ranges.asked if path == "data/pages.bin"]
-    df, start, _rank, first_page, rest = index._entries["w0"]
-    assert df > 3 * PAGE_ENTRIES and len(pages) == 2  # one page each, no checksums beyond the entry's
-    assert (start, start + 8 * PAGE_ENTRIES) in pages
+    df, start, _rank, sizes, _first_page, _rest = index._entries["w0"]
+    assert df > 3 * PAGE_ENTRIES and len(pages) == 2  # one page each, no records beyond the entry's
+    assert (start, start + sizes[0]) in pages
     holding = [doc for doc, text in enumerate(generated_texts()) if "w0" in text.split()]
     assert index.doc_ids("w0") == holding  # every page: the rest of the checksums first
-    assert (start - 16 * (-(-df // PAGE_ENTRIES) - 1), start) in [(s, e) for _, s, e in ranges.asked]
+    assert (start - 20 * (-(-df // PAGE_ENTRIES) - 1), start) in [(s, e) for _, s, e in ranges.asked]
     for query in QUERIES:
         assert index.search(query.split(), 50, prefix=0) == exact.search(query.split(), 50)
 
@@ -277,7 +278,7 @@ def test_damaged_checksums_of_a_terms_deeper_pages_are_refused(tmp_path):
     assert index.search(["w0"], 10, prefix=PAGE_ENTRIES)
     start = index._entries["w0"][1]
     data = bytearray((tmp_path / "data" / "pages.bin").read_bytes())
-    data[start - 1] ^= 0xFF  # the last checksum of w0's deeper pages
+    data[start - 1] ^= 0xFF  # the last record of w0's deeper pages
     (tmp_path / "data" / "pages.bin").write_bytes(bytes(data))
     damaged = TermIndex(index.directory, BlockReader(folder_range_reader(tmp_path)))
     assert damaged.search(["w0"], 10, prefix=PAGE_ENTRIES) == index.search(["w0"], 10, prefix=PAGE_ENTRIES)

@@ -10,14 +10,16 @@ Five files (written by `TermLayout`, read by `TermIndex`):
       {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "inline_pages": I, "terms": path,
        "pages": path, "blocks": [[first term, start, end, sha256], ...], "forward": path,
        "forward_group": G, "forward_min_df": F, "forward_index": [path, size, sha256]}
-- the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, page sha,
-  ...]} (rank: the term's number in the forward file, -1 for a term in at most F documents); the shas
-  of its first I pages (sha256 as their first 32 hex digits), and for a term with more pages one more:
-  the sha of the rest's checksums, which lie in the pages file just before its pages;
-- the pages file: per term the checksums of its pages past the I-th (16 bytes each, only for a term with
-  more than I pages), then its postings in impact order (BM25 weight of the term in the document, best
-  first, ties by doc id), P to a page, each page little-endian uint32 doc ids, uint16 term frequencies,
-  uint16 document lengths;
+- the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, [page size,
+  ...], page sha, ...]} (rank: the term's number in the forward file, -1 for a term in at most F
+  documents): the byte sizes and shas of its first I pages (sha256 as their first 32 hex digits), and for
+  a term with more pages one more sha: that of the rest's page records, which lie in the pages file just
+  before its pages;
+- the pages file: per term the records of its pages past the I-th (little-endian uint32 byte size and 16
+  bytes of sha256 each, only for a term with more than I pages), then its postings in impact order (BM25
+  weight of the term in the document, best first, ties by doc id), P to a page; within a page, in doc id
+  order, varints of the doc id gap, the term frequency and the document length (at 1,000 papers, 3.5
+  bytes a posting where fixed-width fields took 8);
 - the forward file: per document, in doc id order, the frequency of each term in more than F documents
   (varints: the count, then rank gaps and frequencies), G documents to a group;
 - the forward index (read whole, once): little-endian uint32 start of each group and the end of the last,
@@ -42,6 +44,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from readingroom_core.bm25 import (
@@ -59,7 +62,7 @@ from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 PAGE_ENTRIES = 256  # postings per page: 2 KB, the smallest unit a query reads of a term
 BLOCK_BYTES = 8192  # a dictionary block's size the writer aims at (a query reads one per term)
 PAGE_SHA_DIGITS = 32  # 128 bits of sha256 per page; each dictionary block itself has the full 256
-ENTRY_BYTES = 8  # uint32 doc id + uint16 frequency + uint16 length
+PAGE_RECORD_BYTES = 4 + PAGE_SHA_DIGITS // 2  # a deeper page's uint32 byte size and sha256 prefix
 # Postings read per query term. scripts/ranged_search_study.py on the 112-paper site, BM25 top-10 overlap
 # with every posting read: tuning questions 0.914 at 1,024, 0.988 at 2,048, 0.998 at 4,096 (first-sight
 # median 148, 158, 170 KB); held out at 2,048: report questions 0.958, dev questions 0.987.
@@ -158,8 +161,17 @@ def read_varints(data: bytes) -> list[int]:
             values.append(value)
             value, shift = 0, 0
     if shift:
-        raise ValueError("a forward group ends inside a number")
+        raise ValueError("the data ends inside a number")
     return values
+
+
+def _page_bytes(chosen: list[int], doc_ids: list[int], frequencies: list[int], lengths: list[int]) -> bytes:
+    """Postings `chosen` (positions in the term's lists) in doc id order: gap, frequency, length varints."""
+    data, previous = bytearray(), 0
+    for i in sorted(chosen, key=doc_ids.__getitem__):
+        data += varint(doc_ids[i] - previous) + varint(frequencies[i]) + varint(lengths[doc_ids[i]])
+        previous = doc_ids[i]
+    return bytes(data)
 
 
 class TermLayout:
@@ -194,23 +206,20 @@ class TermLayout:
             weights = term_weights(idf, postings.k1, frequencies, [norms[d] for d in doc_ids])
             order = sorted(range(len(doc_ids)), key=lambda i: (-weights[i], doc_ids[i]))
             term_pages = [
-                b"".join(
-                    _little_endian(array(code, values))
-                    for code, values in (
-                        ("I", [doc_ids[i] for i in chosen]),
-                        ("H", [frequencies[i] for i in chosen]),
-                        ("H", [postings.doc_lengths[doc_ids[i]] for i in chosen]),
-                    )
-                )
-                for chosen in (order[first : first + page] for first in range(0, len(order), page))
+                _page_bytes(order[first : first + page], doc_ids, frequencies, postings.doc_lengths)
+                for first in range(0, len(order), page)
             ]
             shas = [hashlib.sha256(data).digest()[: PAGE_SHA_DIGITS // 2] for data in term_pages]
+            sizes = [len(data) for data in term_pages]
             checksums = [sha.hex() for sha in shas[:inline_pages]]
             if len(shas) > inline_pages:
-                rest = b"".join(shas[inline_pages:])
+                rest = b"".join(
+                    _little_endian(array("I", [size])) + sha
+                    for size, sha in zip(sizes[inline_pages:], shas[inline_pages:], strict=True)
+                )
                 pages += rest
                 checksums.append(hashlib.sha256(rest).hexdigest()[:PAGE_SHA_DIGITS])
-            dictionary[term] = [len(doc_ids), len(pages), rank, *checksums]
+            dictionary[term] = [len(doc_ids), len(pages), rank, sizes[:inline_pages], *checksums]
             pages += b"".join(term_pages)
         self.pages_bytes = bytes(pages)
         self.terms_bytes, self._blocks = _dictionary_blocks(dictionary)
@@ -276,7 +285,7 @@ def _dictionary_blocks(
 
     for term in sorted(dictionary):
         current[term] = dictionary[term]
-        size += len(term) + 12 + 34 * (len(dictionary[term]) - 2)
+        size += len(term) + 4 + len(_compact(dictionary[term]))
         if size >= BLOCK_BYTES:
             close()
             current, size = {}, 0
@@ -340,61 +349,65 @@ class TermIndex:
 
     # --- postings ---------------------------------------------------------------------------------------
 
-    def _page_shas(self, terms: Sequence[str], counts: Sequence[int]) -> list[list[str]]:
-        """Each term's page checksums as far as its first `count` postings reach: those in its entry, and
-        past them the rest, read for every such term in one batch."""
-        page, inline = self.directory.page, self.directory.inline_pages
-        found, deeper = [], []
+    def _page_table(self, terms: Sequence[str], counts: Sequence[int]) -> list[list[Block]]:
+        """Each term's pages as far as its first `count` postings reach: those its entry names, and past
+        them those the rest's records name, read for every such term in one batch."""
+        page, inline, path = self.directory.page, self.directory.inline_pages, self.directory.pages
+        tables: list[list[Block]] = []
+        deeper = []
         for term, count in zip(terms, counts, strict=True):
-            df, start, _rank, *shas = self._entries[term]
-            pages = -(-df // page)
-            found.append(shas[: min(pages, inline)])
+            df, start, _rank, sizes, *shas = self._entries[term]
+            table, at = [], start
+            for size, sha in zip(sizes, shas, strict=False):  # the last sha may be the rest's
+                table.append(Block(path, at, at + size, sha))
+                at += size
+            tables.append(table)
             if -(-min(count, df) // page) > inline:
-                rest = (pages - inline) * PAGE_SHA_DIGITS // 2
-                deeper.append(
-                    (len(found) - 1, Block(self.directory.pages, start - rest, start, shas[inline]))
-                )
-        for (number, _), data in zip(deeper, self._reader.read([block for _, block in deeper]), strict=True):
-            half = PAGE_SHA_DIGITS // 2
-            found[number] += [data[at : at + half].hex() for at in range(0, len(data), half)]
-        return found
+                rest = (-(-df // page) - inline) * PAGE_RECORD_BYTES
+                deeper.append((table, at, Block(path, start - rest, start, shas[inline])))
+        for (table, at, _), data in zip(
+            deeper, self._reader.read([block for *_, block in deeper]), strict=True
+        ):
+            for record in range(0, len(data), PAGE_RECORD_BYTES):
+                size = int.from_bytes(data[record : record + 4], "little")
+                table.append(Block(path, at, at + size, data[record + 4 : record + PAGE_RECORD_BYTES].hex()))
+                at += size
+        return tables
 
     def _pages(
         self, terms: Sequence[str], counts: Sequence[int], also: Sequence[Block] = ()
-    ) -> list[tuple[list[int], list[int], list[int]]]:
-        """(doc ids, frequencies, lengths) of the first `count` postings of each term, one batch of reads
-        (with the blocks `also`, kept for a later step) after the checksums a deep read needs."""
-        page, wanted, plan = self.directory.page, [], []
-        for term, count, shas in zip(terms, counts, self._page_shas(terms, counts), strict=True):
-            df, start, *_ = self._entries[term]
-            pages = []
-            for number in range(-(-min(count, df) // page)):
-                entries = min(page, df - number * page)
-                at = start + number * page * ENTRY_BYTES
-                pages.append(
-                    (Block(self.directory.pages, at, at + entries * ENTRY_BYTES, shas[number]), entries)
-                )
-            plan.append(pages)
-            wanted += [block for block, _ in pages]
+    ) -> list[tuple[list[int], list[float], list[int]]]:
+        """(doc ids, BM25 weights, document lengths) of the first `count` postings of each term, in impact
+        order, one batch of reads (with the blocks `also`, kept for a later step) after the page records
+        a deep read needs."""
+        d = self.directory
+        plan = [
+            table[: -(-min(count, self._entries[term][0]) // d.page)]
+            for term, count, table in zip(terms, counts, self._page_table(terms, counts), strict=True)
+        ]
+        wanted = [block for blocks in plan for block in blocks]
         data = dict(zip(wanted, self._reader.read([*wanted, *also])[: len(wanted)], strict=True))
         found = []
-        for pages in plan:
+        for term, blocks in zip(terms, plan, strict=True):
+            df = self._entries[term][0]
+            idf = lucene_idf(d.n, df)
             doc_ids: list[int] = []
-            frequencies: list[int] = []
+            weights: list[float] = []
             lengths: list[int] = []
-            for block, entries in pages:
-                raw = data[block]
-                for values, code, at, width in (
-                    (doc_ids, "I", 0, 4),
-                    (frequencies, "H", 4, 2),
-                    (lengths, "H", 6, 2),
-                ):
-                    part = array(code)
-                    part.frombytes(raw[at * entries : at * entries + width * entries])
-                    if sys.byteorder != "little":
-                        part.byteswap()
-                    values += part.tolist()
-            found.append((doc_ids, frequencies, lengths))
+            for number, block in enumerate(blocks):
+                values = read_varints(data[block])
+                if len(values) != 3 * min(d.page, df - number * d.page):
+                    raise DamagedData(f"{d.pages}: page {number} of {term!r} does not hold its postings")
+                page_ids = list(accumulate(values[0::3]))
+                page_lengths = values[2::3]
+                norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in page_lengths]
+                page_weights = term_weights(idf, d.k1, values[1::3], norms)
+                # the writer's impact order: best first, ties by doc id
+                for i in sorted(range(len(page_ids)), key=lambda i: (-page_weights[i], page_ids[i])):
+                    doc_ids.append(page_ids[i])
+                    weights.append(page_weights[i])
+                    lengths.append(page_lengths[i])
+            found.append((doc_ids, weights, lengths))
         return found
 
     def weights(self, terms: Sequence[str], prefix: int, rescoring: bool = False) -> list[Weights | None]:
@@ -421,12 +434,10 @@ class TermIndex:
             count = entry[0] if prefix <= 0 else min(prefix, entry[0])
             if self._weights.get(term, (-1,))[0] < count:
                 needed[term] = count
-        for (term, count), (doc_ids, frequencies, lengths) in zip(
+        for (term, count), (doc_ids, weights, lengths) in zip(
             needed.items(), self._pages(list(needed), list(needed.values()), also), strict=True
         ):
-            idf = lucene_idf(d.n, self._entries[term][0])
-            norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in lengths]
-            self._weights[term] = (count, (doc_ids, term_weights(idf, d.k1, frequencies, norms)))
+            self._weights[term] = (count, (doc_ids, weights))
             self._lengths[term] = lengths
         found: list[Weights | None] = []
         for term in terms:
