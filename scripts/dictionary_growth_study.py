@@ -6,10 +6,10 @@ in the entry (format 4) the block holding such a term grows with the list, and m
 such blocks. This replays the site's own dictionary with each term's page count scaled by `--growth`
 (the vocabulary kept: a larger list's new words are rare ones, a page each) and cuts it into blocks the
 way `termindex.TermLayout` does, once with every checksum inline and once as the layout stores them now
-(the first `INLINE_PAGES`, then the sha of the rest). It reports the terms file, the blocks and the
-bytes of dictionary blocks each question reads (median, p95).
+(the sizes and shas of the first `--inline` pages, then the sha of the rest's records). It reports the
+terms file, the blocks and the bytes of dictionary blocks each question reads (median, p95).
 
-    python scripts/dictionary_growth_study.py --site site --growth 10
+    python scripts/dictionary_growth_study.py --site site --growth 10 [--inline 8]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks  # noqa: E402
 
 PLACEHOLDER_SHA = "0" * 32
+PLACEHOLDER_SIZE = 1000  # a full page's varints: 3.5-4 bytes a posting
 
 
 def read_entries(site: Path) -> dict[str, list]:
@@ -44,14 +45,16 @@ def read_entries(site: Path) -> dict[str, list]:
 
 
 def grown(entry: list, growth: float, inline: int | None) -> list:
-    """The entry of a term whose pages grew `growth` times, with every checksum inline (`inline` None) or
-    the first `inline` and the sha of the rest."""
+    """The entry of a term whose pages grew `growth` times: format 4's (every checksum inline, `inline`
+    None) or today's (the first `inline` pages' sizes and shas, and the sha of the rest's records)."""
     df, start, rank = entry[:3]
     pages = -(-df // 256)
     pages = max(1, round(pages * growth)) if pages > 1 else 1
-    shas = [PLACEHOLDER_SHA] * (pages if inline is None else min(pages, inline))
-    rest = [PLACEHOLDER_SHA] if inline is not None and pages > inline else []
-    return [df, start, rank, *shas, *rest]
+    if inline is None:
+        return [df, start, rank, *[PLACEHOLDER_SHA] * pages]
+    rest = [PLACEHOLDER_SHA] if pages > inline else []
+    kept = min(pages, inline)
+    return [df, start, rank, [PLACEHOLDER_SIZE] * kept, *[PLACEHOLDER_SHA] * kept, *rest]
 
 
 def dictionary_cost(entries: dict[str, list], questions: list[list[str]], growth: float, inline: int | None):
@@ -63,7 +66,7 @@ def dictionary_cost(entries: dict[str, list], questions: list[list[str]], growth
     )
     return {
         "growth": growth,
-        "entry_checksums": "all" if inline is None else f"first {inline} + rest's sha",
+        "entry_checksums": "all" if inline is None else f"first {inline} pages' sizes and shas + rest's sha",
         "terms_file_mb": round(len(data) / 1e6, 2),
         "blocks": len(blocks),
         "dictionary_kb_per_question_median": round(statistics.median(per_question) / 1024, 1),
@@ -77,12 +80,15 @@ def main() -> int:
     )
     parser.add_argument("--site", type=Path, required=True)
     parser.add_argument("--growth", type=float, action="append", help="list size factor (default: 1 and 10)")
+    parser.add_argument(
+        "--inline", type=int, default=INLINE_PAGES, help="pages an entry names (default: %(default)s)"
+    )
     args = parser.parse_args()
     entries = read_entries(args.site)
     questions = [list(dict.fromkeys(analyze(q))) for q in read_questions(QUESTION_SETS)]
     print(f"{len(entries)} terms, {len(questions)} questions")
     for growth in args.growth or [1.0, 10.0]:
-        for inline in (None, INLINE_PAGES):
+        for inline in (None, args.inline):
             print(json.dumps(dictionary_cost(entries, questions, growth, inline)))
     return 0
 

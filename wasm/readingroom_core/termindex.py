@@ -8,7 +8,7 @@ Five files (written by `TermLayout`, read by `TermIndex`):
   and its byte range and sha256 in the terms file, and the forward file's group size, its smallest
   document frequency and its index's size and sha256:
       {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "inline_pages": I, "terms": path,
-       "pages": path, "blocks": [[first term, start, end, sha256], ...], "forward": path,
+       "pages": path, "blocks": [[first term, end, sha256], ...], "forward": path,
        "forward_group": G, "forward_min_df": F, "forward_index": [path, size, sha256]}
 - the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, [page size,
   ...], page sha, ...]} (rank: the term's number in the forward file, -1 for a term in at most F
@@ -59,20 +59,25 @@ from readingroom_core.bm25 import (
 from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
-PAGE_ENTRIES = 256  # postings per page: 2 KB, the smallest unit a query reads of a term
-BLOCK_BYTES = 8192  # a dictionary block's size the writer aims at (a query reads one per term)
-PAGE_SHA_DIGITS = 32  # 128 bits of sha256 per page; each dictionary block itself has the full 256
+PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
+# A dictionary block's size the writer aims at: a query reads one per term, the directory (read at start-up)
+# names each. scripts/dictionary_growth_study.py on the 112-paper site, dictionary bytes per question
+# (median, p95): 64, 161 KB at 8,192; 32, 81 KB at 4,096 (the directory, its blocks' starts left implicit
+# and their shas cut to 128 bits: 23 -> 26 KB, 13 -> 15 KB gzipped).
+BLOCK_BYTES = 4096
+PAGE_SHA_DIGITS = 32  # 128 bits of sha256 per page and per dictionary block
 PAGE_RECORD_BYTES = 4 + PAGE_SHA_DIGITS // 2  # a deeper page's uint32 byte size and sha256 prefix
-# Postings read per query term. scripts/ranged_search_study.py on the 112-paper site, BM25 top-10 overlap
-# with every posting read: tuning questions 0.914 at 1,024, 0.988 at 2,048, 0.998 at 4,096 (first-sight
-# median 148, 158, 170 KB); held out at 2,048: report questions 0.958, dev questions 0.987.
-DEFAULT_PREFIX = 2048
-# Candidates rescored from the forward file. scripts/bm25_depth_study.py, tuning questions on the 112-paper
-# site with the prefix cut to the share of postings 2,048 reads at 1,000 papers: top-10 overlap 0.606
-# without rescoring, 0.942 rescoring 100, 0.972 rescoring 200.
+# Postings read per query term, and candidates rescored from the forward file. scripts/bm25_depth_study.py,
+# tuning questions, the 112-paper site read with the prefix cut to the share of passages it reads at 1,000
+# papers, top-10 overlap with exhaustive BM25 rescoring 100 (200): 0.942 (0.972) at 2,048, 0.984 (0.988)
+# at 4,096; the same share as at 10,000 papers: 0.628 (0.714) at 2,048, 0.714 (0.788) at 4,096. Varint
+# pages made 4,096 cost what 2,048 did.
+DEFAULT_PREFIX = 4096
 DEFAULT_RESCORE = 100
 FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's frequencies are read in
-FORWARD_MIN_DF = 1024  # the forward file holds terms in more documents: a prefix >= this leaves no other tail
+FORWARD_MIN_DF = (
+    DEFAULT_PREFIX  # the forward file holds terms in more documents: the default leaves no other tail
+)
 FORWARD_SHA_BYTES = 16
 FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 # Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
@@ -94,7 +99,7 @@ class TermDirectory:
     inline_pages: int
     terms: str
     pages: str
-    blocks: tuple[tuple[str, int, int, str], ...]  # (first term, start, end, sha256) in the terms file
+    blocks: tuple[tuple[str, int, int, str], ...]  # (first term, start, end, sha256 prefix) in the terms file
     forward: str
     forward_group: int
     forward_min_df: int
@@ -103,12 +108,17 @@ class TermDirectory:
     def to_json(self) -> dict[str, Any]:
         keys = ("n", "k1", "b", "avgdl", "page", "inline_pages", "terms", "pages", "blocks", "forward")
         data = {"v": FORMAT_VERSION, **{key: getattr(self, key) for key in keys}}
+        data["blocks"] = [[first, end, sha] for first, _, end, sha in self.blocks]  # starts: the ends before
         forward = {"forward_group": self.forward_group, "forward_min_df": self.forward_min_df}
         return data | forward | {"forward_index": self.forward_index}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TermDirectory:
-        blocks = tuple((str(t), int(s), int(e), str(h)) for t, s, e, h in data["blocks"])
+        ends = [int(end) for _, end, _ in data["blocks"]]
+        blocks = tuple(
+            (str(first), start, end, str(sha))
+            for (first, _, sha), start, end in zip(data["blocks"], [0, *ends], ends, strict=False)
+        )
         path, size, sha = data["forward_index"]
         return cls(
             data["n"],
@@ -279,7 +289,12 @@ def _dictionary_blocks(
     def close() -> None:
         encoded = _compact(current)
         blocks.append(
-            (min(current), len(data), len(data) + len(encoded), hashlib.sha256(encoded).hexdigest())
+            (
+                min(current),
+                len(data),
+                len(data) + len(encoded),
+                hashlib.sha256(encoded).hexdigest()[:PAGE_SHA_DIGITS],
+            )
         )
         data.extend(encoded)
 
