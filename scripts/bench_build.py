@@ -51,7 +51,13 @@ from builder.stages.encoder import document_encoder_path  # noqa: E402
 from builder.stages.index import hnsw_path  # noqa: E402
 from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
-from readingroom_core.sitedata import Manifest, read_chunk_table, read_manifest, read_papers  # noqa: E402
+from readingroom_core.sitedata import (  # noqa: E402
+    Manifest,
+    gunzipped,
+    read_chunk_table,
+    read_manifest,
+    read_papers,
+)
 
 
 def run_build(corpus: Path, out: Path, cache: Path, mirror: Path) -> tuple[float, dict]:
@@ -137,14 +143,19 @@ def embedding_throughput(
 
 def artifact_sizes(site: Path, manifest: Manifest) -> dict:
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"files": 0, "bytes": 0, "gzip": 0})
-    read = folder_reader(site)  # a paper's text is on disk only as its .gz
+    read = folder_reader(site)
     for artifact in manifest.artifacts:
         data = read(artifact.path)
-        name = artifact.path.rsplit("/", 1)[1].split(".")[0]
-        row = kinds["text (per paper)" if artifact.path.startswith("data/text/") else name]
+        row = kinds[artifact.path.rsplit("/", 1)[1].split(".")[0]]
         row["files"] += 1
         row["bytes"] += len(data)
         row["gzip"] += len(gzip.compress(data, 9))
+    for paper in read_papers(read(manifest.files.papers)):  # the texts: named by the papers, not the manifest
+        packed = read(paper.text)
+        row = kinds["text (per paper)"]
+        row["files"] += 1
+        row["bytes"] += len(gunzipped(packed))
+        row["gzip"] += len(packed)
     return dict(kinds)
 
 

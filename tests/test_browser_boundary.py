@@ -25,6 +25,7 @@ from readingroom_core.browser import (
     open_site,
 )
 from readingroom_core.engine import SearchOptions
+from readingroom_core.papertable import read_paper_table
 from readingroom_core.querysyntax import embedding_text
 from readingroom_core.tokenizer import WordPieceTokenizer
 
@@ -197,12 +198,11 @@ def test_importing_the_boundary_imports_the_whole_core():
     assert modules - set(loaded) == set()
 
 
-def test_a_paper_texts_gzip_copy_is_gunzipped_and_plain_bytes_pass(built_sites):
+def test_a_paper_text_is_gunzipped_and_matches_its_records_checksum(built_sites):
     manifest = json.loads((built_sites.second / "manifest.json").read_text())
-    artifacts = {a["path"]: a for a in manifest["artifacts"]}
-    text = next(path for path in artifacts if path.startswith("data/text/") and not path.endswith(".gz"))
-    plain = gunzipped((built_sites.second / (text + ".gz")).read_bytes())  # the only copy on disk
-    assert hashlib.sha256(plain).hexdigest() == artifacts[text]["sha256"]  # what the manifest names
+    paper = read_paper_table((built_sites.second / manifest["files"]["paper_table"]).read_bytes())[0]
+    plain = gunzipped((built_sites.second / paper.text).read_bytes())  # data/text/<id>.<hash>.json.gz
+    assert hashlib.sha256(plain).hexdigest()[:32] == paper.text_sha256  # what its record names
     assert gunzipped(plain) == plain  # a host that decoded the copy on its way
     broken = bytearray(gzip.compress(plain))
     broken[len(broken) // 2] ^= 0xFF

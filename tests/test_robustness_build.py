@@ -54,11 +54,11 @@ def kill_hard(process: subprocess.Popen) -> None:
 
 
 def manifest_files_present(site: Path) -> list[str]:
-    """The files the site's manifest names that are missing (empty when the site is whole); a paper's
-    text is named plain and stored only as its .gz (store.write_gzip_only)."""
+    """The files the site's manifest and papers name that are missing (empty when the site is whole)."""
     manifest = json.loads((site / "manifest.json").read_text())
     named = [a["path"] for a in manifest["artifacts"]] + [a["path"] for a in manifest["runtime"]["artifacts"]]
-    return [path for path in named if not ((site / path).is_file() or (site / (path + ".gz")).is_file())]
+    papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
+    return [path for path in named + [paper["text"] for paper in papers] if not (site / path).is_file()]
 
 
 def children_of(pid: int) -> set[int]:

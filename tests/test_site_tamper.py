@@ -283,24 +283,26 @@ def test_a_site_that_cannot_search_says_so_in_one_line(visit_tampered, damage, s
 @pytest.mark.parametrize("update_manifest", [False, True])
 def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, update_manifest):
     def damage(site: Path) -> None:
-        manifest = manifest_of(site)
-        papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
-        text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
         damaged = b'{"v": 1, "chunks": "gone"}'
-        (site / (text + ".gz")).write_bytes(gzip.compress(damaged, mtime=0))  # the only copy on disk
-        if update_manifest:
-            stored = {text: damaged, text + ".gz": (site / (text + ".gz")).read_bytes()}
-            for artifact in manifest["artifacts"]:
-                if artifact["path"] in stored:
-                    artifact["sha256"] = hashlib.sha256(stored[artifact["path"]]).hexdigest()
-            (site / "manifest.json").write_text(json.dumps(manifest))
+
+        def forge_checksum(table: bytes) -> bytes:
+            data = json.loads(table)
+            row = next(row for row in data["papers"] if row["id"] == SMALL_PAPERS[0])
+            row["text_sha256"] = hashlib.sha256(damaged).hexdigest()[:32]
+            return json.dumps(data).encode()
+
+        papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
+        text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
+        (site / text).write_bytes(gzip.compress(damaged, mtime=0))
+        if update_manifest:  # the forger also gives the paper table the damaged text's checksum
+            rewrite(site, "paper_table", forge_checksum, update_manifest=True)
 
     view = visit_tampered(damage)
     view.settled()
     results = view.search(QUERY)
     assert "\n" not in results.strip() and results.strip()
     if not update_manifest:
-        assert "does not match its checksum in manifest.json" in results
+        assert "does not match its checksum in the paper table" in results
     assert_no_traceback(results)
 
 
@@ -309,7 +311,7 @@ def test_a_damaged_gzip_copy_of_a_paper_text_fails_one_search_in_one_line(visit_
 
     def damage(site: Path) -> None:
         papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
-        copy = site / (next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0]) + ".gz")
+        copy = site / next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])  # a .json.gz
         copy.write_bytes(flip_middle_byte(copy.read_bytes()))
         damaged.append(copy.relative_to(site).as_posix())
 

@@ -41,6 +41,7 @@ from readingroom_core.sitedata import (
     chunk_table_bytes,
     paper_text_bytes,
     papers_bytes,
+    text_checksum,
 )
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
@@ -76,7 +77,8 @@ def write_site_data(
 ) -> SiteData:
     """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
     with report.timed("index"):
-        records, artifacts = write_paper_texts(out_dir, papers, embedded.papers)
+        records = write_paper_texts(out_dir, papers, embedded.papers)
+        artifacts: list[Artifact] = []
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
         write_hnsw_file(cache_dir, embedded.chunks, search.index)
@@ -108,31 +110,27 @@ def write_site_data(
     return SiteData(manifest, records, graph)
 
 
-def write_paper_texts(
-    out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray
-) -> tuple[list[PaperRecord], list[Artifact]]:
-    """Each paper's text file (stored only as its gzip copy), and its record naming that file; `vectors`:
-    the papers' float vectors (the paper view), stored in the records."""
-    records, artifacts, first = [], [], 0
+def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> list[PaperRecord]:
+    """Each paper's text file (gzipped), and its record naming that file and its checksum; `vectors`: the
+    papers' float vectors (the paper view), stored in the records."""
+    records, first = [], 0
     for paper, vector in zip(papers, vectors, strict=True):
-        text = paper_text(paper.meta.arxiv_id, first, paper.chunks, paper.parsed)
-        written, copy = write_gzip_only(
-            out_dir, "data/text", file_stem(paper.meta.arxiv_id), ".json", paper_text_bytes(text)
-        )
-        artifacts += [written, copy]
+        plain = paper_text_bytes(paper_text(paper.meta.arxiv_id, first, paper.chunks, paper.parsed))
+        path = write_gzip_only(out_dir, "data/text", file_stem(paper.meta.arxiv_id), ".json", plain)
         records.append(
             paper_record(
                 paper.meta,
                 first,
                 len(paper.chunks),
-                written.path,
+                path,
                 ref=paper.fetched.ref,
                 parsed=paper.parsed,
                 vector=PaperVector.encode(vector.tolist()),
+                text_sha256=text_checksum(plain),
             )
         )
         first += len(paper.chunks)
-    return records, artifacts
+    return records
 
 
 def paper_text(arxiv_id: str, first: int, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
@@ -155,9 +153,10 @@ def paper_record(
     ref: PaperRef | None = None,
     parsed: ParsedPaper | None = None,
     vector: str | None = None,
+    text_sha256: str = "",
 ) -> PaperRecord:
     """The papers file's record of one paper: arXiv's metadata, the reading list's tags and note, its
-    pages and headings, its chunks' doc ids, its text file and its stored vector."""
+    pages and headings, its chunks' doc ids, its text file and checksum and its stored vector."""
     return PaperRecord(
         id=meta.arxiv_id,
         title=title_case(meta.title, meta.abstract),
@@ -181,6 +180,7 @@ def paper_record(
         sections=tuple(SectionEntry(s.title, s.page, s.level) for s in parsed.sections) if parsed else (),
         vector=vector,
         short_names=short_names(meta.title, meta.abstract),
+        text_sha256=text_sha256,
     )
 
 

@@ -54,16 +54,14 @@ def with_gzip(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     return [artifact, Artifact(relative, len(packed), hashlib.sha256(packed).hexdigest())]
 
 
-def write_gzip_only(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> list[Artifact]:
+def write_gzip_only(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> str:
     """Only `<folder>/<stem>.<sha256[:12]><suffix>.gz` on disk, for files that are many and that the
     browser always reads gunzipped (the per-paper texts: their plain copies, 3.2 times the size of the
-    gzipped ones, were over a quarter of a 10,000-paper site). The manifest lists the plain name with
-    the plain bytes' size and sha256 (what a reader checks after gunzip) beside the `.gz`; a folder
-    reader gunzips it (`browser.folder_reader`)."""
-    relative = f"{folder}/{stem}.{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
-    packed = gzip.compress(data, compresslevel=6, mtime=0)
-    copy = write_plain(site_dir, relative + GZIP_SUFFIX, packed)
-    return [Artifact(relative, len(data), hashlib.sha256(data).hexdigest()), copy]
+    gzipped ones, were over a quarter of a 10,000-paper site); its site path. The manifest does not list
+    them (it would grow with the list): a paper's record holds its text's checksum."""
+    relative = f"{folder}/{stem}.{hashlib.sha256(data).hexdigest()[:12]}{suffix}{GZIP_SUFFIX}"
+    write_plain(site_dir, relative, gzip.compress(data, compresslevel=6, mtime=0))
+    return relative
 
 
 def huffman_only_gzip(data: bytes) -> bytes:

@@ -18,7 +18,6 @@ import hashlib
 import itertools
 import json
 import os
-import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from readingroom_core.library import CorpusLibrary
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.ranges import RangeRead, folder_range_reader
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
+from readingroom_core.sitedata import gunzipped as unpacked
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
 
@@ -52,15 +52,10 @@ def sha256_hex(data: Any) -> str:
     return hashlib.sha256(as_bytes(data)).hexdigest()
 
 
-GZIP_MAGIC = b"\x1f\x8b"
-GZIP_SUFFIX = ".gz"  # a copy beside its file (builder/site/store.py writes them)
-
-
 def gunzipped(data: Any) -> bytes:
-    """A paper text the worker read synchronously from its .gz copy (DecompressionStream is async only).
-    Bytes that are not gzip (a host that decoded the copy on its way) come back as they are."""
-    raw = as_bytes(data)
-    return zlib.decompress(raw, wbits=31) if raw[:2] == GZIP_MAGIC else raw  # 31: a gzip header
+    """A file the worker read synchronously from its .gz copy (DecompressionStream is async only). Bytes
+    that are not gzip (a host that decoded the copy on its way) come back as they are."""
+    return unpacked(as_bytes(data))
 
 
 def query_vector(data: Any) -> list[float] | None:
@@ -75,15 +70,10 @@ def query_vector(data: Any) -> list[float] | None:
 
 
 def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
-    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide); a file stored
-    only as its `.gz` (the per-paper texts) comes gunzipped."""
+    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
 
     def read(relative_path: str) -> bytes:
-        path = os.path.join(site_dir, relative_path)
-        if not os.path.exists(path) and os.path.exists(path + GZIP_SUFFIX):
-            with open(path + GZIP_SUFFIX, "rb") as packed:
-                return zlib.decompress(packed.read(), wbits=31)
-        with open(path, "rb") as data_file:
+        with open(os.path.join(site_dir, relative_path), "rb") as data_file:
             return data_file.read()
 
     return read

@@ -16,6 +16,7 @@ fusion and diversity (`fusion`), snippets (`snippets`) and "did you mean" (`spel
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,13 +36,15 @@ from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.papertable import read_paper_table, read_paper_vectors
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
-from readingroom_core.ranges import Announce, BlockReader, RangeRead, whole_file_ranges
+from readingroom_core.ranges import Announce, BlockReader, DamagedData, RangeRead, whole_file_ranges
 from readingroom_core.sitedata import (
     DataFiles,
     PaperText,
     TextChunk,
+    gunzipped,
     read_chunk_table,
     read_paper_text,
+    text_checksum,
 )
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
@@ -224,7 +227,17 @@ class SearchEngine:
         text = self._texts.get(paper_index)
         if text is None:
             paper = self.papers[paper_index]
-            text = read_paper_text(self.read(paper.text), paper.text)
+            try:
+                plain = gunzipped(self.read(paper.text))
+            except zlib.error as error:
+                raise DamagedData(
+                    f"{paper.text} could not be decompressed; the site's data is damaged"
+                ) from error
+            if paper.text_sha256 and text_checksum(plain) != paper.text_sha256:
+                raise DamagedData(
+                    f"{paper.text} does not match its checksum in the paper table; the site's data is damaged"
+                )
+            text = read_paper_text(plain, paper.text)
             if text.first != paper.first_chunk or len(text.chunks) != paper.chunk_count:
                 raise ValueError(f"{paper.text} does not hold the chunks the papers file lists")
             self._texts[paper_index] = text

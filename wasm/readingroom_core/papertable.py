@@ -30,6 +30,7 @@ TABLE_FIELDS = (
     "short_names",
     "chunks",
     "text",
+    "text_sha256",
 )
 
 
@@ -68,6 +69,7 @@ def _table_record(row: dict[str, Any]) -> PaperRecord:
         tags=tuple(row["tags"]),
         version=row["version"],
         short_names=tuple(row["short_names"]),
+        text_sha256=row["text_sha256"],
     )
 
 

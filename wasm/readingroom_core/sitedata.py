@@ -9,9 +9,10 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
   pages; search loads the paper table and the papers' vectors instead (`papertable.py`).
 - chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
   filter and cite any chunk without its text; section titles stored once.
-- per-paper text (`data/text/<id>.*.json`, `PaperText`; on disk only as its `.gz`): fetched when one of
-  its chunks is shown or cited; its page spans rebuild a cited page's text from the chunks, so a quote is
-  checked on that page.
+- per-paper text (`data/text/<id>.*.json.gz`, `PaperText` gzipped): fetched when one of its chunks is
+  shown or cited, and checked against the sha256 its record holds (the manifest, read at start-up, does
+  not grow with the list's texts); its page spans rebuild a cited page's text from the chunks, so a quote
+  is checked on that page.
 - postings (`data/postings.*.json`) and dense (`data/dense.*.json`): the directories of the keyword and
   vector files search reads by range (`termindex.py`, `denselists.py`); graph (`data/graph.*.json`): the
   list's citations (builder/citation_graph.py).
@@ -25,7 +26,9 @@ fixed order, so the same build writes the same bytes. Stdlib only (CPython and P
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -34,6 +37,8 @@ FORMAT_VERSION = 5  # 2: postings and vectors read by range, the citation graph,
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: a dictionary
 # entry holds its first pages' checksums, the rest lie before its pages; no HNSW file in the site
 MANIFEST_FILE = "manifest.json"
+GZIP_MAGIC = b"\x1f\x8b"
+TEXT_SHA_DIGITS = 32
 
 
 def compact_json(data: Any) -> bytes:
@@ -257,6 +262,9 @@ class PaperRecord:
     sections: tuple[SectionEntry, ...] = ()
     vector: str | None = None
     short_names: tuple[str, ...] = ()  # "LoRA", "BERT": names the paper gives itself (navigation.short_names)
+    text_sha256: str = (
+        ""  # of the text file's plain (gunzipped) bytes, TEXT_SHA_DIGITS; "": a site made by hand
+    )
 
     @property
     def doc_ids(self) -> range:
@@ -285,7 +293,7 @@ class PaperRecord:
         }
         if self.vector is not None:
             data["vector"] = self.vector
-        data.update(chunks=[self.first_chunk, self.chunk_count], text=self.text)
+        data.update(chunks=[self.first_chunk, self.chunk_count], text=self.text, text_sha256=self.text_sha256)
         return data
 
     @classmethod
@@ -314,6 +322,7 @@ class PaperRecord:
             sections=tuple(SectionEntry(**s) for s in data["sections"]),
             vector=data.get("vector"),
             short_names=tuple(data["short_names"]),
+            text_sha256=data["text_sha256"],
         )
 
 
@@ -456,5 +465,16 @@ def paper_text_bytes(text: PaperText) -> bytes:
     return compact_json(text.to_json())
 
 
+def gunzipped(data: bytes) -> bytes:
+    """gzip bytes unpacked; bytes that are not gzip (a host that decoded the file on its way) as they are."""
+    return zlib.decompress(data, wbits=31) if data[:2] == GZIP_MAGIC else data  # 31: a gzip header
+
+
+def text_checksum(plain: bytes) -> str:
+    """What a paper's record holds of its text's sha256 (128 bits, as the ranged files' blocks)."""
+    return hashlib.sha256(plain).hexdigest()[:TEXT_SHA_DIGITS]
+
+
 def read_paper_text(data: bytes | str, what: str = "paper text") -> PaperText:
-    return PaperText.from_json(load_versioned(data, what))
+    """A paper text from its file's bytes, gzipped or not."""
+    return PaperText.from_json(load_versioned(gunzipped(data) if isinstance(data, bytes) else data, what))
