@@ -27,19 +27,20 @@ sys.path[:0] = [str(ROOT), str(ROOT / "wasm"), str(ROOT / "scripts")]
 from bench_scale import QUESTION_SETS, read_questions  # noqa: E402
 
 from readingroom_core.analysis import analyze  # noqa: E402
-from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks  # noqa: E402
+from readingroom_core.sitedata import read_manifest  # noqa: E402
+from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks, read_term_directory  # noqa: E402
 
 PLACEHOLDER_SHA = "0" * 32
 PLACEHOLDER_SIZE = 1000  # a full page's varints: 3.5-4 bytes a posting
 
 
 def read_entries(site: Path) -> dict[str, list]:
-    """Every dictionary entry of a built site (of format 4 or later: the entries begin alike)."""
-    manifest = json.loads((site / "manifest.json").read_bytes())
-    directory = json.loads((site / manifest["files"]["postings"]).read_bytes())
-    data = (site / directory["terms"]).read_bytes()
+    """Every dictionary entry of a built site."""
+    manifest = read_manifest((site / "manifest.json").read_bytes())
+    directory = read_term_directory((site / manifest.files.postings).read_bytes())
+    data = (site / directory.terms).read_bytes()
     entries: dict[str, list] = {}
-    for _, start, end, _ in directory["blocks"]:
+    for _, start, end, _ in directory.blocks:
         entries.update(json.loads(data[start:end]))
     return entries
 
