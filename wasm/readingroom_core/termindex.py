@@ -26,12 +26,12 @@ Five files (written by `TermLayout`, read by `TermIndex`):
   then each group's first 16 bytes of sha256.
 
 A query reads its terms' dictionary blocks, then the first `prefix` postings of each term: the documents
-where a term weighs most. An entry holds only the checksums a default query needs, so a block stays small
+where a term weighs most. An entry names only the pages a default query reads, so a block stays small
 however common its terms are ("model" has 2,500 pages at 10,000 papers); a deeper read (a phrase, every
-posting) first reads the rest of the term's checksums. Its best `rescore` candidates then get the weight of every term whose unread
-tail may hold them, from their groups in the forward file: a common term ("model" is in 73% of passages)
-weighs little per passage, but a dozen of them decide many top-10s on a large list (scripts/
-bm25_depth_study.py). Scores are exact where they are computed: same formula, same order of sums as
+posting) first reads the rest of the term's page records. Its best `rescore` candidates then get the
+weight of every term whose unread tail may hold them, from their groups in the forward file: a common
+term ("model" is in 73% of passages) weighs little per passage, but a dozen of them decide many top-10s
+on a large list (scripts/bm25_depth_study.py). Scores are exact where they are computed: same formula, same order of sums as
 `bm25.BM25Index`.
 """
 
@@ -75,9 +75,8 @@ PAGE_RECORD_BYTES = 4 + PAGE_SHA_DIGITS // 2  # a deeper page's uint32 byte size
 DEFAULT_PREFIX = 4096
 DEFAULT_RESCORE = 100
 FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's frequencies are read in
-FORWARD_MIN_DF = (
-    DEFAULT_PREFIX  # the forward file holds terms in more documents: the default leaves no other tail
-)
+# The forward file holds the terms in more documents: a default read leaves no other term a tail.
+FORWARD_MIN_DF = DEFAULT_PREFIX
 FORWARD_SHA_BYTES = 16
 FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 # Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
