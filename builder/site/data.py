@@ -1,8 +1,9 @@
 """The site's data files, written content-hashed from what the build holds: a text file per paper, the
 papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25
 postings, the dense lists and the query encoder; and the manifest that names them (saved once render has
-added the runtime). The HNSW file goes to the cache (`stages/index.py`). Every record goes through its typed form in `readingroom_core.sitedata` (the paper
-table's in `readingroom_core.papertable`), which owns the formats."""
+added the runtime). The HNSW file goes to the cache (`stages/index.py`). Every record goes through its
+typed form in `readingroom_core.sitedata` (the paper table's in `readingroom_core.papertable`), which owns
+the formats."""
 
 from __future__ import annotations
 

@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 FORMAT_VERSION = 5  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
-# 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: a dictionary
-# entry holds its first pages' checksums, the rest lie before its pages; no HNSW file in the site
+# 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: varint postings
+# pages, a dictionary entry names its first pages (the rest's records lie before them), no HNSW file in
+# the site, a paper's record holds its text's checksum (the manifest no longer lists the texts)
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
 TEXT_SHA_DIGITS = 32
