@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder import __version__, config
+from builder import __version__, config, ctrl_c
 from builder.commands import build, reading_list, search, serve
 from builder.commands.ask import add_ask_command, run_ask_command
 from builder.commands.beir import add_beir_command, run_beir_command
@@ -278,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     from readingroom_core.querysyntax import QuerySyntaxError
 
     args = make_parser().parse_args(argv)
+    ctrl_c.listen()
     try:
         return COMMANDS[args.command](args)
     except (config.CorpusError, FileNotFoundError, QuerySyntaxError, QuestionsFileError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder import config
+from builder.ctrl_c import stop_if_heard
 from builder.models import Failure, FetchedPaper, IngestedPaper, LockEntry, ParsedPaper
 from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
@@ -22,6 +23,7 @@ from builder.site.data import write_site_data
 from builder.site.manifest import write_manifest
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
+from builder.stages.index import write_hnsw_file
 from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.stages.render import render
 
@@ -128,8 +130,11 @@ def chunk_papers(
 def ingest(corpus: config.Corpus, options: BuildOptions, cluster: Cluster | None = None) -> Ingest:
     report = BuildReport(listed=len(corpus.papers))
     fetched = fetch_corpus(corpus, options, report)
+    stop_if_heard()
     parsed = parse_papers(fetched, options, report, cluster)
+    stop_if_heard()
     papers = chunk_papers(parsed, corpus, options, report)
+    stop_if_heard()
     report.papers = len(papers)
     report.pages = sum(p.parsed.page_count for p in papers)
     report.chunks = sum(len(p.chunks) for p in papers)
@@ -228,6 +233,7 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
         embedded = (
             embed_papers(result.papers, corpus, options, result.report, cluster) if result.papers else None
         )
+    stop_if_heard()
     if embedded is not None:
         report = result.report
         with staged_site(options.out_dir) as staging:
@@ -245,5 +251,6 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
                 )
             write_manifest(staging, manifest)
             write_report(staging, published(report, options))
+        write_hnsw_file(options.out_dir, embedded.chunks, site.index)  # once the site it belongs to is in
         update_lock(options, result.papers)
     return result.report, exit_code(result.report, options.strict)

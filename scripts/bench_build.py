@@ -203,7 +203,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     ).chunks  # all from cache
     rows = chunk_rows(site, manifest)
     assert len(rows) == len(vectors)
-    index = UsearchFile.from_bytes(hnsw_path(cache).read_bytes())  # this build's: the site's rows
+    index = UsearchFile.from_bytes(hnsw_path(site).read_bytes())  # beside the site: the same rows
     stored = np.array([index.vector(doc) for doc in range(len(rows))], dtype=np.float64)
     stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
 

@@ -201,6 +201,34 @@ def test_ctrl_c_ends_a_build_with_one_line(tmp_path, long_mirror):
     assert not children_of(build.pid) and not (tmp_path / "site").exists()
 
 
+SWALLOWED_CTRL_C = """
+import os, signal, sys, time
+from builder import ctrl_c
+ctrl_c.listen()
+try:
+    if sys.argv[1] == "ctrl-c":
+        os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(2)
+except KeyboardInterrupt:
+    pass  # as a multiprocessing finalizer swallows it (the parse pool shutting down)
+try:
+    ctrl_c.stop_if_heard()  # what the pipeline asks between stages
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize(("pressed", "code"), [("ctrl-c", 130), ("nothing", 0)])
+def test_a_ctrl_c_that_something_swallowed_still_stops_the_build_at_its_next_stage(pressed, code):
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED_CTRL_C, pressed],
+        cwd=REPO_ROOT,
+        preexec_fn=partial(signal.signal, signal.SIGINT, signal.SIG_DFL),  # as a terminal leaves it
+        timeout=60,
+    )
+    assert done.returncode == code
+
+
 def test_two_builds_started_together_on_an_empty_cache_both_succeed_alike(tmp_path, generated_mirror):
     corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS)
     sites, logs = (

@@ -68,12 +68,10 @@ def site_chunks(out, manifest):
     return rows
 
 
-def test_the_usearch_file_stays_in_the_cache_and_finds_each_chunk_by_its_own_text(
-    site, built_sites, model_dir
-):
+def test_the_usearch_file_lies_beside_the_site_and_finds_each_chunk_by_its_own_text(site, model_dir):
     out, manifest = site
     assert not list(out.rglob("*.usearch"))  # the site reads the dense lists; visitors never fetch it
-    index = Index.restore(str(hnsw_path(built_sites.cache)))  # the last build's: `site`'s
+    index = Index.restore(str(hnsw_path(out)))  # beside the site: <out>.usearch
     rows = site_chunks(out, manifest)
     assert index.size == len(rows) and index.ndim == 384
     counter = TokenCounter(model_dir)

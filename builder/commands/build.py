@@ -100,7 +100,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print("build failed: --strict and failures above", file=sys.stderr)
     else:
         print(f"site written to {args.out}/")
-        print(f"HNSW file for other tools (not published): {hnsw_path(options.cache_dir)}")
+        print(f"HNSW file for other tools (not published): {hnsw_path(args.out)}")
     return code
 
 

@@ -1,7 +1,7 @@
 """The site's data files, written content-hashed from what the build holds: a text file per paper, the
 papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25
 postings, the dense lists and the query encoder; and the manifest that names them (saved once render has
-added the runtime). The HNSW file goes to the cache (`stages/index.py`). Every record goes through its
+added the runtime). The HNSW file goes beside the site (`stages/index.py`). Every record goes through its
 typed form in `readingroom_core.sitedata` (the paper table's in `readingroom_core.papertable`), which owns
 the formats."""
 
@@ -22,7 +22,7 @@ from builder.site.search_files import search_index_files
 from builder.site.store import with_gzip, write_gzip_only, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
-from builder.stages.index import IndexParams, write_hnsw_file
+from builder.stages.index import IndexParams
 from builder.titles import title_case
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
@@ -51,11 +51,12 @@ BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
 @dataclass(frozen=True)
 class SiteData:
     """What render needs of the data files, kept in memory: the manifest so far, the paper records and
-    the list's citation graph."""
+    the list's citation graph; and how the vectors were quantized, for the HNSW file beside the site."""
 
     manifest: Manifest
     papers: list[PaperRecord]
     graph: CitationGraph
+    index: IndexParams
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,6 @@ def write_site_data(
         artifacts: list[Artifact] = []
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
-        write_hnsw_file(cache_dir, embedded.chunks, search.index)
     with report.timed("encoder"):
         encoder_files, encoder_config = write_query_encoder(out_dir, embedded.identity, cache_dir)
     with report.timed("graph"):
@@ -108,7 +108,7 @@ def write_site_data(
         files=DataFiles(**{role: artifact.path for role, artifact in files.items()}),
         artifacts=artifacts,
     )
-    return SiteData(manifest, records, graph)
+    return SiteData(manifest, records, graph, search.index)
 
 
 def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> list[PaperRecord]:

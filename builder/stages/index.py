@@ -1,7 +1,8 @@
-"""Quantize passage vectors and write them as a USearch HNSW file, into the cache, for other tools.
+"""Quantize passage vectors and write them as a USearch HNSW file, beside the site, for other tools.
 
 Search reads the same int8 rows from the dense lists (`stages/dense_lists.py`), by range; the HNSW file
-stays out of the published site, where no visitor would read it (45 MB of a 289 MB site at 1,000 papers).
+stays out of the published site, where no visitor would read it (45 MB of a 289 MB site at 1,000 papers):
+`build --out site` writes `site.usearch` beside `site/`, one per site (a cache may serve several lists).
 
 usearch's own i8 cast (127 per unit vector) leaves most of a 384-d MiniLM vector's components within
 +-10, which costs retrieval quality. We scale all unit vectors by one calibrated global factor (a high
@@ -22,7 +23,6 @@ from builder.scratch import write_atomically
 from readingroom_core.hnsw import PINNED_VERSION
 
 USEARCH_VERSION = ".".join(map(str, PINNED_VERSION))  # the version the core's reader decodes
-HNSW_FILE = Path("index") / "vectors.usearch"  # in the cache: the last build's, keys = doc ids
 INT8_LIMIT = 127
 # Percentile of |x_i| (over all components) that maps to 127. scripts/quantization_study.py: with a float
 # query, top-10 recall vs exact float32 by exact scan is 0.979 at p99, 0.992 at p99.9, 0.994 at p99.99,
@@ -126,14 +126,15 @@ def write_index(
     return params
 
 
-def hnsw_path(cache_dir: Path) -> Path:
-    return cache_dir / HNSW_FILE
+def hnsw_path(out_dir: Path) -> Path:
+    """`<out>.usearch`, beside the site folder `out_dir`."""
+    out = out_dir.resolve()
+    return out.with_name(out.name + ".usearch")
 
 
-def write_hnsw_file(cache_dir: Path, vectors: np.ndarray, params: IndexParams) -> Path:
-    """The site's passages (key = doc id) as the cache's HNSW file, replaced in one step."""
-    path = hnsw_path(cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_hnsw_file(out_dir: Path, vectors: np.ndarray, params: IndexParams) -> Path:
+    """The site's passages (key = doc id) as its HNSW file, replaced in one step."""
+    path = hnsw_path(out_dir)
     keys = np.arange(len(vectors), dtype=np.uint64)
     write_atomically(path, lambda scratch: write_index(scratch, keys, vectors, params))
     return path
