@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from builder.stages.encoder import CONFIG_FORMAT
+from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import Manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
 
@@ -23,9 +24,7 @@ DEQUANTIZE_AT_LOAD = ("session.disable_quant_qdq", "1")
 class OnnxQueryEncoder:
     """The browser's model in Python: the shipped ONNX file and the stdlib tokenizer."""
 
-    def __init__(
-        self, onnx_path: Path, vocab_path: Path, char_classes_path: Path, config: dict, query_prefix: str = ""
-    ):
+    def __init__(self, onnx: bytes, vocab: str, char_classes: dict, config: dict, query_prefix: str = ""):
         import onnxruntime
 
         if config.get("format") != CONFIG_FORMAT:
@@ -35,17 +34,11 @@ class OnnxQueryEncoder:
             )
         self.config = config
         self.query_prefix = query_prefix
-        self.tokenizer = WordPieceTokenizer.from_data(
-            Path(vocab_path).read_text(encoding="utf-8"),
-            json.loads(Path(char_classes_path).read_text(encoding="utf-8")),
-            max_length=config["max_length"],
-        )
+        self.tokenizer = WordPieceTokenizer.from_data(vocab, char_classes, max_length=config["max_length"])
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
         options.add_session_config_entry(*DEQUANTIZE_AT_LOAD)
-        self.session = onnxruntime.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = onnxruntime.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
 
     @classmethod
     def from_dir(cls, encoder_dir: Path) -> OnnxQueryEncoder:
@@ -56,20 +49,20 @@ class OnnxQueryEncoder:
             raise FileNotFoundError(f"{config_path} is missing; run export_query_encoder into {encoder_dir}")
         config = json.loads(config_path.read_text(encoding="utf-8"))
         return cls(
-            encoder_dir / config["onnx"],
-            encoder_dir / config["vocab"],
-            encoder_dir / config["char_classes"],
+            (encoder_dir / config["onnx"]).read_bytes(),
+            (encoder_dir / config["vocab"]).read_text(encoding="utf-8"),
+            json.loads((encoder_dir / config["char_classes"]).read_text(encoding="utf-8")),
             config,
         )
 
     @classmethod
     def from_site(cls, site_dir: Path, manifest: Manifest) -> OnnxQueryEncoder:
         """The encoder a built site ships, found through its manifest (file names are content-hashed)."""
-        files = manifest.files
+        files, read = manifest.files, folder_reader(site_dir)
         return cls(
-            site_dir / files.encoder,
-            site_dir / files.vocab,
-            site_dir / files.char_classes,
+            read(files.encoder),
+            read(files.vocab).decode("utf-8"),
+            json.loads(read(files.char_classes)),
             manifest.encoder,
             manifest.model.query_prefix,
         )

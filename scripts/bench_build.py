@@ -49,8 +49,8 @@ from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
 from builder.stages.encoder import document_encoder_path  # noqa: E402
 from builder.stages.index import hnsw_path  # noqa: E402
-from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.hnsw import UsearchFile  # noqa: E402
+from readingroom_core.ranges import folder_reader  # noqa: E402
 from readingroom_core.sitedata import (  # noqa: E402
     Manifest,
     gunzipped,
@@ -160,8 +160,8 @@ def artifact_sizes(site: Path, manifest: Manifest) -> dict:
 
 
 def chunk_rows(site: Path, manifest: Manifest) -> list[tuple[str, int, int]]:
-    table = read_chunk_table((site / manifest.files.chunks).read_bytes())
-    papers = read_papers((site / manifest.files.papers).read_bytes())
+    table = read_chunk_table(folder_reader(site)(manifest.files.chunks))
+    papers = read_papers(folder_reader(site)(manifest.files.papers))
     return [
         (paper.id, table.page_start[doc], table.page_end(doc)) for paper in papers for doc in paper.doc_ids
     ]

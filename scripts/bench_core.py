@@ -47,9 +47,12 @@ from support.pyodide import (  # noqa: E402
 
 from builder.site.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
-from readingroom_core.browser import folder_reader  # noqa: E402
 from readingroom_core.denselists import DenseLists, read_dense_directory  # noqa: E402
-from readingroom_core.ranges import BlockReader, folder_range_reader  # noqa: E402
+from readingroom_core.ranges import (  # noqa: E402
+    BlockReader,
+    folder_range_reader,
+    folder_reader,  # noqa: E402
+)
 
 MODES = ["bm25", "dense", "hybrid"]
 K = 10
@@ -62,13 +65,13 @@ EXTRA_WORDS = SHARED_MIRROR.parent / "beir-scifact" / "corpus.jsonl"
 def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
     """Manifest, chunk texts in doc-id order, and the stored rows as unit float vectors."""
     manifest = sitedata.read_manifest((site / "manifest.json").read_bytes())
-    papers = sitedata.read_papers((site / manifest.files.papers).read_bytes())
+    papers = sitedata.read_papers(folder_reader(site)(manifest.files.papers))
     texts = [
         chunk.text
         for paper in papers
         for chunk in sitedata.read_paper_text(folder_reader(site)(paper.text)).chunks
     ]
-    dense = read_dense_directory((site / manifest.files.dense).read_bytes())
+    dense = read_dense_directory(folder_reader(site)(manifest.files.dense))
     rows = np.array(DenseLists(dense, BlockReader(folder_range_reader(site))).every_row(), dtype=np.float64)
     rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
     return manifest, texts, rows

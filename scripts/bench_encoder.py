@@ -67,7 +67,7 @@ def query_sets(beir_sample: int) -> dict[str, list[str]]:
 
 
 def file_bytes(path: Path) -> dict[str, int]:
-    """Raw, gzip -9 (what a host that compresses sends) and the site's own .gz copy (store.with_gzip)."""
+    """Raw, gzip -9 (what a host that compresses sends) and the site's own .gz (store.stored_gzipped)."""
     data = path.read_bytes()
     shipped = min(len(gzip.compress(data, compresslevel=6, mtime=0)), len(huffman_only_gzip(data)))
     return {"raw": len(data), "gzip9": len(gzip.compress(data, compresslevel=9, mtime=0)), "gz": shipped}

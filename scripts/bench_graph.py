@@ -33,6 +33,7 @@ from builder.paths import REPO_ROOT
 from builder.pipeline import BuildOptions, fetch_corpus, parse_papers
 from builder.references import cached_references
 from builder.report import BuildReport
+from readingroom_core.ranges import folder_reader  # noqa: E402
 from readingroom_core.sitedata import read_manifest, read_papers
 
 SAMPLE = REPO_ROOT / "tests" / "data" / "citation-sample.json"
@@ -84,7 +85,7 @@ def graph_figures(graph, ids: list[str]) -> dict:
 
 def map_figures(site: Path, graph) -> dict:
     manifest = read_manifest((site / "manifest.json").read_bytes())
-    papers = read_papers((site / manifest.files.papers).read_bytes())
+    papers = read_papers(folder_reader(site)(manifest.files.papers))
     _, units = unit_vectors(papers)
     rows = {}
     for name, project in PROJECTIONS.items():

@@ -6,7 +6,7 @@ Each list is made by tests/support/synthetic_list.py from the mirror's real text
 under new ids) and real vectors with a calibrated perturbation (no encoder run: labelled
 "perturbed real vectors" in the output), then built by the real `python -m builder build --offline`
 from the build cache it wrote. Per size it reports:
-- the site's total size on disk (every file, gzip copies included);
+- the site's total size on disk (every file as stored);
 - in chromium (bench_browser's profiles and probes, scripts/scale_browser.py), on loopback and throttled
   (20 Mbit/s, 40 ms, as bench_browser.SLOW_LINE): start-up bytes to the first keyword result and to
   semantic-ready, the time to each, cold and reloaded from the HTTP cache; bytes and requests per

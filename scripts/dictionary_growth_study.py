@@ -27,6 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "wasm"), str(ROOT / "scripts")]
 from bench_scale import QUESTION_SETS, read_questions  # noqa: E402
 
 from readingroom_core.analysis import analyze  # noqa: E402
+from readingroom_core.ranges import folder_reader  # noqa: E402
 from readingroom_core.sitedata import read_manifest  # noqa: E402
 from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks, read_term_directory  # noqa: E402
 
@@ -37,7 +38,7 @@ PLACEHOLDER_SIZE = 1000  # a full page's varints: 3.5-4 bytes a posting
 def read_entries(site: Path) -> dict[str, list]:
     """Every dictionary entry of a built site."""
     manifest = read_manifest((site / "manifest.json").read_bytes())
-    directory = read_term_directory((site / manifest.files.postings).read_bytes())
+    directory = read_term_directory(folder_reader(site)(manifest.files.postings))
     data = (site / directory.terms).read_bytes()
     entries: dict[str, list] = {}
     for _, start, end, _ in directory.blocks:

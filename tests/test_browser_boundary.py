@@ -18,7 +18,6 @@ import readingroom_core
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import (
     READ_AHEAD_PAPERS,
-    folder_reader,
     gunzipped,
     hit_json,
     open_folder,
@@ -27,6 +26,7 @@ from readingroom_core.browser import (
 from readingroom_core.engine import SearchOptions
 from readingroom_core.papertable import read_paper_table
 from readingroom_core.querysyntax import embedding_text
+from readingroom_core.ranges import folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 QUERY = "grouped query attention"
@@ -164,8 +164,8 @@ def test_query_ids_leave_out_field_filters(built_sites):
     site.load_semantic()
     files = site.manifest.files
     tokenizer = WordPieceTokenizer.from_data(
-        (built_sites.second / files.vocab).read_text(encoding="utf-8"),
-        json.loads((built_sites.second / files.char_classes).read_text(encoding="utf-8")),
+        folder_reader(built_sites.second)(files.vocab).decode("utf-8"),
+        json.loads(folder_reader(built_sites.second)(files.char_classes).decode("utf-8")),
     )
     query = f"year:2020..2024 {QUERY} cat:cs.CL"
     assert embedding_text(query) == QUERY
@@ -200,7 +200,7 @@ def test_importing_the_boundary_imports_the_whole_core():
 
 def test_a_paper_text_is_gunzipped_and_matches_its_records_checksum(built_sites):
     manifest = json.loads((built_sites.second / "manifest.json").read_text())
-    paper = read_paper_table((built_sites.second / manifest["files"]["paper_table"]).read_bytes())[0]
+    paper = read_paper_table(folder_reader(built_sites.second)(manifest["files"]["paper_table"]))[0]
     plain = gunzipped((built_sites.second / paper.text).read_bytes())  # data/text/<id>.<hash>.json.gz
     assert hashlib.sha256(plain).hexdigest()[:32] == paper.text_sha256  # what its record names
     assert gunzipped(plain) == plain  # a host that decoded the copy on its way

@@ -9,6 +9,7 @@ from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from support import corpus
 
 from builder.cli import main
+from readingroom_core.ranges import folder_reader
 
 
 def normalise(text: str) -> str:
@@ -20,9 +21,9 @@ def normalise(text: str) -> str:
 def site_chunks(site):
     """Every chunk of a built site, joined from the chunk table and the per-paper text files."""
     manifest = json.loads((site / "manifest.json").read_text())
-    table = json.loads((site / manifest["files"]["chunks"]).read_text())
+    table = json.loads(folder_reader(site)(manifest["files"]["chunks"]).decode("utf-8"))
     rows = []
-    for paper in json.loads((site / manifest["files"]["papers"]).read_text())["papers"]:
+    for paper in json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]:
         text = json.loads(gzip.decompress((site / paper["text"]).read_bytes()))  # a .json.gz
         for offset, chunk in enumerate(text["chunks"]):
             doc = text["first"] + offset

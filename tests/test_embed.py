@@ -12,6 +12,7 @@ from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 
 from builder.stages import embed
 from builder.stages.encoder import document_encoder_path
+from readingroom_core.ranges import folder_reader
 
 LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces
 
@@ -19,7 +20,7 @@ LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in r
 def texts_of(site) -> list[str]:
     """Real chunk texts of a built site (its per-paper text files), a few per paper."""
     manifest = json.loads((site / "manifest.json").read_text())
-    papers = json.loads((site / manifest["files"]["papers"]).read_text())["papers"]
+    papers = json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]
     texts = []
     for paper in papers:
         chunks = json.loads(gzip.decompress((site / paper["text"]).read_bytes()))["chunks"]

@@ -18,6 +18,7 @@ from test_site_browser import Watched
 
 from builder.paper_map import MapData, paper_map
 from builder.site.runtime import RUNTIME_SOURCES
+from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import read_manifest, read_papers
 
 IDS = (citing.A, citing.B, citing.C, citing.D)
@@ -105,7 +106,7 @@ def test_corpus_page_counts_citations_and_holds_a_deterministic_map(citing_site)
     assert cited == {citing.A: "2", citing.B: "2", citing.C: "1", citing.D: "0"}
     drawn = json.loads(re.search(r'id="map-data">(.*?)</script>', html, re.DOTALL)[1])
     manifest = read_manifest((citing_site / "manifest.json").read_bytes())
-    papers = read_papers((citing_site / manifest.files.papers).read_bytes())
+    papers = read_papers(folder_reader(citing_site)(manifest.files.papers))
     edges = [(a, b) for a, b, _, _ in citing.expected()]
     again = [paper_map(papers, sorted(edges)) for _ in range(2)]
     assert isinstance(again[0], MapData) and again[0] == again[1]

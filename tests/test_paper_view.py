@@ -13,6 +13,7 @@ from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Fused, with_paper_prior
 from readingroom_core.papertable import paper_vectors_bytes, read_paper_vectors
 from readingroom_core.paperview import PaperView
+from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import PaperRecord, PaperVector, read_papers
 
 NO_SHARED_WORD = "zzqx vvqk"  # no term of the corpus: BM25 finds nothing, only the semantic side speaks
@@ -104,7 +105,7 @@ def test_no_paper_view_where_a_paper_has_no_vector():
 
 def test_every_paper_of_a_built_site_carries_its_vector(built_sites):
     site = open_folder(built_sites.second)
-    full = read_papers((built_sites.second / site.manifest.files.papers).read_bytes())
+    full = read_papers(folder_reader(built_sites.second)(site.manifest.files.papers))
     vectors = _site_vectors(site)
     assert len(vectors) == len(full) == len(site.engine.papers)
     for paper, row in zip(full, vectors, strict=True):  # the search's rows are the papers file's vectors

@@ -16,6 +16,7 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
+from readingroom_core.ranges import folder_reader
 
 pytestmark = pytest.mark.browser
 
@@ -33,8 +34,8 @@ def ranged_site(built_sites, tmp_path_factory, generated_mirror) -> Path:
 def ranged_files(site: Path) -> set[str]:
     """The files read by range: listed in the manifest, named by the directories, never gzipped."""
     manifest = json.loads((site / "manifest.json").read_text())
-    postings = json.loads((site / manifest["files"]["postings"]).read_text())
-    dense = json.loads((site / manifest["files"]["dense"]).read_text())
+    postings = json.loads(folder_reader(site)(manifest["files"]["postings"]).decode("utf-8"))
+    dense = json.loads(folder_reader(site)(manifest["files"]["dense"]).decode("utf-8"))
     return {postings["terms"], postings["pages"], dense["lists_file"], dense["rows_file"]}
 
 

@@ -3,6 +3,7 @@ exhaustive BM25, coarse lists with rescoring against an exact int8 scan, damaged
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import random
 
@@ -13,7 +14,14 @@ from builder.site.search_files import index_files, plain_name
 from builder.stages.index import quantize
 from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.denselists import DenseLists, read_dense_directory
-from readingroom_core.ranges import Block, BlockReader, DamagedData, folder_range_reader, whole_file_ranges
+from readingroom_core.ranges import (
+    Block,
+    BlockReader,
+    DamagedData,
+    folder_range_reader,
+    folder_reader,
+    whole_file_ranges,
+)
 from readingroom_core.termindex import (
     INLINE_PAGES,
     PAGE_ENTRIES,
@@ -139,6 +147,21 @@ def test_a_whole_file_reader_is_sliced_and_read_once(tmp_path):
     ranges = whole_file_ranges(read)
     assert ranges("f.bin", 2, 5) == b"cde" and ranges("f.bin", 7, 10) == b"hij"
     assert reads == ["f.bin"]
+
+
+def test_a_folder_reader_unpacks_a_file_stored_only_gzipped_and_names_a_damaged_one(tmp_path):
+    (tmp_path / "data").mkdir()
+    contents = b'{"v": 6, "rows": [1, 2, 3]}' * 50
+    (tmp_path / "data" / "plain.json").write_bytes(b"as stored")
+    (tmp_path / "data" / "packed.json.gz").write_bytes(gzip.compress(contents, mtime=0))
+    (tmp_path / "data" / "broken.json.gz").write_bytes(gzip.compress(contents, mtime=0)[:-40])
+    read = folder_reader(tmp_path)
+    assert read("data/plain.json") == b"as stored"
+    assert read("data/packed.json") == contents  # asked for by its own path, as the worker hands it over
+    with pytest.raises(DamagedData, match=r"^data/broken\.json\.gz could not be decompressed; the site's"):
+        read("data/broken.json")
+    with pytest.raises(FileNotFoundError):
+        read("data/missing.json")
 
 
 # --- keyword side --------------------------------------------------------------------------------------

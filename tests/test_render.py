@@ -20,6 +20,7 @@ from builder.report import BuildReport
 from builder.site.manifest import read_manifest
 from builder.site.store import GZIP_MIN_SAVING
 from builder.stages.render import render_site
+from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import Artifact
 
 HOSTILE_TITLE = '<script>alert("title")</script> & Co'
@@ -35,18 +36,16 @@ def hostile_site(built_sites, tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("render") / "site"
     shutil.copytree(built_sites.second, site)
     manifest = read_manifest(site)
-    papers_path = site / manifest.files.papers
-    data = json.loads(papers_path.read_text(encoding="utf-8"))
+    data = json.loads(folder_reader(site)(manifest.files.papers))
     first = data["papers"][0]
     first.update(title=HOSTILE_TITLE, note=HOSTILE_NOTE, authors=["</p><b>Mallory</b>", *first["authors"]])
-    papers_path.write_text(json.dumps(data), encoding="utf-8")
-    copy = papers_path.with_name(papers_path.name + ".gz")  # the copy the browser would fetch
-    copy.write_bytes(gzip.compress(papers_path.read_bytes(), mtime=0))
+    plain = json.dumps(data).encode("utf-8")
+    packed = gzip.compress(plain, mtime=0)  # the papers file is stored only gzipped, as the build stores it
+    (site / (manifest.files.papers + ".gz")).write_bytes(packed)
+    rewritten = {manifest.files.papers: plain, manifest.files.papers + ".gz": packed}
     artifacts = tuple(  # as a build would list them (render_site saves the manifest)
-        Artifact(
-            a.path, (site / a.path).stat().st_size, hashlib.sha256((site / a.path).read_bytes()).hexdigest()
-        )
-        if site / a.path in (papers_path, copy)
+        Artifact(a.path, len(rewritten[a.path]), hashlib.sha256(rewritten[a.path]).hexdigest())
+        if a.path in rewritten
         else a
         for a in manifest.artifacts
     )
@@ -126,9 +125,12 @@ def test_search_page_config_names_files_under_base_url(hostile_site):
     (config,) = collect(hostile_site / "index.html").scripts
     urls = json.loads(config)
     flat = [value for value in urls.values() if isinstance(value, str)] + list(urls["ort_wasm"].values())
+    gzipped = set(urls["gzipped"])  # fetched as `<url>.gz`
+    assert urls["python_snapshot"] in gzipped and urls["ort_wasm"]["wasm"] in gzipped
     for url in flat:
         assert url.startswith(BASE), url
-        assert (hostile_site / url[len(BASE) :]).exists(), url
+        stored = url[len(BASE) :] + (".gz" if url in gzipped else "")
+        assert (hostile_site / stored).exists(), url
 
 
 def test_runtime_files_are_in_the_manifest(hostile_site):
@@ -136,12 +138,17 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
     artifacts = {a.path: a for a in manifest.runtime.artifacts}
     runtime_files = [p for p in (hostile_site / "runtime").rglob("*") if p.is_file()]
     assert len(runtime_files) >= 13
+    read = folder_reader(hostile_site)
     for path in runtime_files:
         relative = path.relative_to(hostile_site).as_posix()
         assert relative in artifacts, relative
         data = path.read_bytes()
         assert artifacts[relative].bytes == len(data)
         assert artifacts[relative].sha256 == hashlib.sha256(data).hexdigest()
+        if relative.endswith(".gz"):  # stored only gzipped: its own entry is what the .gz unpacks to
+            plain = artifacts[relative.removesuffix(".gz")]
+            assert not (hostile_site / plain.path).exists(), plain.path
+            assert plain.sha256 == hashlib.sha256(read(plain.path)).hexdigest()
     runtime = manifest.runtime.files
     for role in ("app", "worker", "css", "wheel", "python_snapshot", "ort", "ort_glue", "ort_wasm"):
         assert runtime[role] in artifacts, role
@@ -149,7 +156,7 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
         assert runtime["pyodide"] + name in artifacts
 
 
-def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
+def test_large_files_are_stored_only_gzipped_and_the_page_is_told_of_them(hostile_site):
     manifest = read_manifest(hostile_site)
     runtime = manifest.runtime.files
     listed = {a.path: a for a in manifest.artifacts + manifest.runtime.artifacts}
@@ -163,13 +170,14 @@ def test_large_files_have_gzip_copies_the_page_is_told_of(hostile_site):
     ):
         assert plain in copies, plain
     files = manifest.files
-    assert {files.paper_table, files.postings, files.vocab, files.encoder} <= copies
-    assert files.papers not in copies  # the pages are made from it; search reads the paper table
-    assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: no copy to decompress
+    assert {files.papers, files.paper_table, files.postings, files.vocab, files.encoder} <= copies
+    assert pyodide + "python_stdlib.zip" not in copies  # a zip gains nothing: nothing to decompress
+    assert (hostile_site / pyodide / "python_stdlib.zip").is_file()
     assert not any(path.startswith("data/text/") for path in listed)  # their records hold their checksums
     for plain in copies:
         packed = (hostile_site / (plain + ".gz")).read_bytes()
-        assert gzip.decompress(packed) == (hostile_site / plain).read_bytes(), plain
+        assert not (hostile_site / plain).exists(), plain  # nothing fetches it: the .gz is all there is
+        assert hashlib.sha256(gzip.decompress(packed)).hexdigest() == listed[plain].sha256, plain
         assert len(packed) <= (1 - GZIP_MIN_SAVING) * listed[plain].bytes, plain
         assert listed[plain + ".gz"].sha256 == hashlib.sha256(packed).hexdigest()
     (config,) = collect(hostile_site / "index.html").scripts
@@ -206,11 +214,10 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
         manifest = read_manifest(hostile_site)
         runtime = manifest.runtime.files
         expected = {
-            runtime["ort_wasm"]: "application/wasm",
             runtime["ort"]: "text/javascript",
             runtime["pyodide"] + "pyodide.mjs": "text/javascript",
-            manifest.files.encoder: "application/octet-stream",
-            manifest.files.papers: "application/json",
+            runtime["pyodide"] + "python_stdlib.zip": "application/zip",
+            manifest.files.graph: "application/json",
             "": "text/html; charset=utf-8",
         }
         for path, mime in expected.items():
@@ -218,7 +225,11 @@ def test_server_mounts_the_site_at_base_url_with_mime_types(hostile_site):
             assert (status, headers["Content-Type"]) == (200, mime), path
         assert fetch(url + runtime["app"])[1]["Cache-Control"].endswith("immutable")
         assert fetch(url + "manifest.json")[1]["Cache-Control"] == "no-cache"
-        for path in (manifest.files.postings + ".gz", runtime["ort_wasm"] + ".gz"):
+        for path in (
+            manifest.files.postings + ".gz",
+            runtime["ort_wasm"] + ".gz",
+            manifest.files.encoder + ".gz",
+        ):
             status, headers, body = fetch(url + path)  # as stored, as GitHub Pages sends a .gz file
             assert (status, headers["Content-Type"]) == (200, "application/gzip"), path
             assert headers["Content-Encoding"] is None and body == (hostile_site / path).read_bytes()

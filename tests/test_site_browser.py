@@ -317,7 +317,7 @@ def test_every_internal_link_of_a_sub_path_build_loads(my_list_url, watched):
         visited
     )
     assert {f"{MY_LIST}corpus/", f"{MY_LIST}about/"} <= visited_paths(visited)
-    files = {path.removesuffix(".gz") for path in paths}  # the workers fetch the gzip copies where there are
+    files = {path.removesuffix(".gz") for path in paths}  # the workers fetch the .gz of a file stored gzipped
     assert any("/data/dense." in path for path in files) and any(path.endswith(".onnx") for path in files)
     assert any(path.endswith(".wasm") for path in files) and any(path.endswith(".css") for path in paths)
 

@@ -16,7 +16,8 @@ from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION, hnsw_path
 from readingroom_core import papertable, sitedata
 from readingroom_core.analysis import analyze
-from readingroom_core.browser import folder_reader, open_folder
+from readingroom_core.browser import open_folder
+from readingroom_core.ranges import folder_reader
 from readingroom_core.termindex import PAGE_ENTRIES
 
 
@@ -41,13 +42,19 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
     listed = {a["path"]: a for a in manifest["artifacts"]}
     texts = {path for path in on_disk if path.startswith("data/text/")}
     assert len(texts) == 4 and all(path.endswith(".json.gz") for path in texts)
-    assert set(listed) == on_disk - texts  # the texts are many: their records hold their checksums
+    stored_gzipped = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
+    assert {"postings", "chunks", "papers", "encoder"} <= {
+        role for role, path in manifest["files"].items() if path in stored_gzipped
+    }
+    assert not stored_gzipped & on_disk  # stored only as their .gz
+    # the texts are many: their records hold their checksums
+    assert set(listed) == (on_disk - texts) | stored_gzipped
     read = folder_reader(out)
     for path, artifact in listed.items():
         data = read(path)
         assert artifact["bytes"] == len(data)
         assert artifact["sha256"] == hashlib.sha256(data).hexdigest()
-        # content-hashed names; a gzip copy's is its plain file's name and ".gz"
+        # content-hashed names; a file stored gzipped is its own name and ".gz"
         assert listed[path.removesuffix(".gz")]["sha256"][:12] in path
     assert set(manifest["files"].values()) <= set(listed)
     assert manifest["counts"]["papers"] == 4 and manifest["counts"]["failures"] == 0
@@ -147,10 +154,10 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
     manifest_data = (out / "manifest.json").read_bytes()
     manifest = sitedata.read_manifest(manifest_data)
     assert sitedata.manifest_bytes(manifest) == manifest_data
-    papers_data = (out / manifest.files.papers).read_bytes()
+    papers_data = folder_reader(out)(manifest.files.papers)
     papers = sitedata.read_papers(papers_data)
     assert sitedata.papers_bytes(papers) == papers_data
-    table_data = (out / manifest.files.chunks).read_bytes()
+    table_data = folder_reader(out)(manifest.files.chunks)
     assert sitedata.chunk_table_bytes(sitedata.read_chunk_table(table_data)) == table_data
     for paper in papers:
         text_data = gzip.decompress((out / paper.text).read_bytes())
@@ -159,7 +166,7 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
         text = sitedata.read_paper_text(text_data)
         assert sitedata.paper_text_bytes(text) == text_data
         assert (text.first, len(text.chunks)) == (paper.first_chunk, paper.chunk_count)
-    paper_table_data = (out / manifest.files.paper_table).read_bytes()
+    paper_table_data = folder_reader(out)(manifest.files.paper_table)
     assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
 
 
@@ -168,8 +175,8 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     vectors file holds each paper's vector as int8 rows in the same order."""
     out, _ = site
     manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
-    full_data = (out / manifest.files.papers).read_bytes()
-    table_data = (out / manifest.files.paper_table).read_bytes()
+    full_data = folder_reader(out)(manifest.files.papers)
+    table_data = folder_reader(out)(manifest.files.paper_table)
     full, table = sitedata.read_papers(full_data), papertable.read_paper_table(table_data)
     assert len(table_data) < len(full_data) / 4  # these papers' abstracts are short; the mirror's: 0.12
     assert papertable.read_paper_table(full_data) == table  # the table's fields, read from either file
@@ -177,9 +184,9 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
-    rows = papertable.read_paper_vectors((out / manifest.files.paper_vectors).read_bytes(), len(full))
+    rows = papertable.read_paper_vectors(folder_reader(out)(manifest.files.paper_vectors), len(full))
     assert rows == [sitedata.PaperVector.decode(paper.vector or "") for paper in full]
     gzipped = {artifact.path for artifact in manifest.artifacts if artifact.path.endswith(".gz")}
-    assert manifest.files.paper_table + ".gz" in gzipped and manifest.files.papers + ".gz" not in gzipped
+    assert {manifest.files.paper_table + ".gz", manifest.files.papers + ".gz"} <= gzipped
     with pytest.raises(ValueError, match="do not hold 2 equal rows"):
         papertable.read_paper_vectors(b"\x01\x02\x03", 2)

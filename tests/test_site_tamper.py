@@ -20,6 +20,7 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
+from readingroom_core.ranges import folder_reader
 
 pytestmark = pytest.mark.browser
 
@@ -40,15 +41,16 @@ def manifest_of(site: Path) -> dict:
 
 
 def rewrite(site: Path, role: str, change, update_manifest: bool) -> None:
-    """Change the data file of `role`, and its gzip copy (what the browser fetches) to match; with
+    """Change the contents of `role`'s data file, as stored (gzipped where the build stored it so); with
     update_manifest, also their recorded sha256 (a forger's edit)."""
     manifest = manifest_of(site)
     path = site / manifest["files"][role]
-    data = change(path.read_bytes())
-    path.write_bytes(data)
+    data = change(folder_reader(site)(manifest["files"][role]))
     copy = path.with_name(path.name + ".gz")
     if copy.exists():
         copy.write_bytes(gzip.compress(data, mtime=0))
+    else:
+        path.write_bytes(data)
     if update_manifest:
         for artifact in manifest["artifacts"]:
             if artifact["path"] == manifest["files"][role]:
@@ -59,7 +61,8 @@ def rewrite(site: Path, role: str, change, update_manifest: bool) -> None:
 
 
 def damage_copy(site: Path, role: str, change) -> None:
-    """Change only the gzip copy of `role`'s data file (a broken upload of the .gz alone)."""
+    """Change the stored bytes of `role`'s gzipped data file (a broken upload: it no longer unpacks to what
+    its checksum says, or at all)."""
     damage_copy_at(site, manifest_of(site)["files"][role], change)
 
 
@@ -81,7 +84,7 @@ def reverse_middle(data: bytes) -> bytes:
 
 
 def damage_ranged(site: Path, stem: str, change) -> None:
-    """Change a file read by range (no gzip copy; its blocks' checksums are in a directory)."""
+    """Change a file read by range (stored as it is; its blocks' checksums are in a directory)."""
     (path,) = (site / "data").glob(f"{stem}.*.bin")
     path.write_bytes(change(path.read_bytes()))
 
@@ -216,13 +219,11 @@ def test_damaged_postings_read_by_range_fail_the_search_in_one_line(visit_tamper
 
 
 def damage_snapshot(change):
-    """Change the build's Python snapshot and its gzip copy (what the browser fetches) to match."""
+    """Change the build's Python snapshot (stored gzipped, as the browser fetches it)."""
 
     def damage(site: Path) -> None:
-        path = site / manifest_of(site)["runtime"]["python_snapshot"]
-        data = change(path.read_bytes())
-        path.write_bytes(data)
-        path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
+        copy = site / (manifest_of(site)["runtime"]["python_snapshot"] + ".gz")
+        copy.write_bytes(gzip.compress(change(gzip.decompress(copy.read_bytes())), mtime=0))
 
     return damage
 
@@ -235,9 +236,7 @@ def snapshot_of_another_build(data: bytes) -> bytes:
 
 
 def delete_snapshot(site: Path) -> None:
-    path = site / manifest_of(site)["runtime"]["python_snapshot"]
-    path.unlink()
-    path.with_name(path.name + ".gz").unlink()
+    (site / (manifest_of(site)["runtime"]["python_snapshot"] + ".gz")).unlink()
 
 
 @pytest.mark.parametrize(
@@ -291,7 +290,9 @@ def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, updat
             row["text_sha256"] = hashlib.sha256(damaged).hexdigest()[:32]
             return json.dumps(data).encode()
 
-        papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
+        papers = json.loads(folder_reader(site)(manifest_of(site)["files"]["papers"]).decode("utf-8"))[
+            "papers"
+        ]
         text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
         (site / text).write_bytes(gzip.compress(damaged, mtime=0))
         if update_manifest:  # the forger also gives the paper table the damaged text's checksum
@@ -310,7 +311,9 @@ def test_a_damaged_gzip_copy_of_a_paper_text_fails_one_search_in_one_line(visit_
     damaged = []
 
     def damage(site: Path) -> None:
-        papers = json.loads((site / manifest_of(site)["files"]["papers"]).read_text())["papers"]
+        papers = json.loads(folder_reader(site)(manifest_of(site)["files"]["papers"]).decode("utf-8"))[
+            "papers"
+        ]
         copy = site / next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])  # a .json.gz
         copy.write_bytes(flip_middle_byte(copy.read_bytes()))
         damaged.append(copy.relative_to(site).as_posix())

@@ -37,7 +37,7 @@ MIME_TYPES = {
     ".onnx": "application/octet-stream",
     ".whl": "application/zip",
     ".zip": "application/zip",
-    # A file's gzip copy (builder/site/store.py with_gzip) is sent as it is stored, with no
+    # A file stored gzipped (builder/site/store.py stored_gzipped) is sent as it is stored, with no
     # Content-Encoding, as GitHub Pages sends it: the page decompresses it.
     ".gz": "application/gzip",
     ".txt": "text/plain; charset=utf-8",

@@ -19,7 +19,7 @@ from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPape
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
 from builder.site.search_files import search_index_files
-from builder.site.store import with_gzip, write_gzip_only, write_hashed, write_plain
+from builder.site.store import stored_gzipped, write_gzip_only, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
@@ -89,11 +89,10 @@ def write_site_data(
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
     files = {**search.files, **encoder_files}
-    for role, artifact in files.items():
-        # Search does not read the papers file (the pages are made from it; it reads the paper table)
-        artifacts += [artifact] if role == "papers" else with_gzip(out_dir, artifact)
+    for artifact in files.values():
+        artifacts += stored_gzipped(out_dir, artifact)
     artifacts += search.ranged
-    files["graph"] = graph_file  # no gzip copy: the browser never reads it, the pages are made from it
+    files["graph"] = graph_file  # stored as it is: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)
     manifest = make_manifest(
         title=settings.title,
@@ -189,7 +188,7 @@ def write_search_files(
     out_dir: Path, records: list[PaperRecord], chunks: list[Chunk], vectors: np.ndarray
 ) -> SearchFiles:
     """The papers file, the chunk table and the index files (doc id = chunk position): the ranged ones
-    are listed as artifacts of their own (no gzip copy), the rest by role."""
+    are listed as artifacts of their own (stored as they are), the rest by role."""
     table = ChunkTable.from_rows((c.page_start, c.page_end, c.section) for c in chunks)
     files = {
         "papers": write_hashed(out_dir, "data", "papers", ".json", papers_bytes(records)),

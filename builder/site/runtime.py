@@ -6,8 +6,8 @@ original names from one folder and so lives in a versioned folder `runtime/pyodi
 modules that import one another by name, which share a folder named by the hash of them all
 (`runtime/engine-<hash>/`, `runtime/page-<hash>/`). The Python snapshot the search worker restores
 instead of booting Python is made from the same wheel bytes. The wasm files and the snapshot, which the
-workers fetch themselves, get a gzip copy (store.with_gzip). The manifest's `runtime` section names them
-by role, with its own `artifacts` list, apart from the data files'.
+workers fetch themselves, are stored gzipped (store.stored_gzipped). The manifest's `runtime` section
+names them by role, with its own `artifacts` list, apart from the data files'.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 
 from builder.paths import REPO_ROOT
-from builder.site.store import with_gzip, write_hashed, write_plain
+from builder.site.store import stored_gzipped, write_hashed, write_plain
 from readingroom_core.sitedata import Artifact, RuntimeSection
 
 WASM_DIR = REPO_ROOT / "wasm"
@@ -41,8 +41,8 @@ PYODIDE_FILES = (
     "python_stdlib.zip",
     "pyodide-lock.json",
 )
-# Pyodide fetches these itself; the worker's fetch wrapper hands it the `.gz` copies (render writes them
-# where gzip pays). The .mjs files are imported, and an import cannot be decompressed by the page.
+# Pyodide fetches these itself; the worker's fetch wrapper hands it their `.gz` unpacked (they are stored
+# gzipped where that pays). The .mjs files are imported, and an import cannot be decompressed by the page.
 PYODIDE_FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 # ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
 ORT_FILES = {
@@ -169,7 +169,7 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
         artifact = copy_hashed(out_dir, ORT_PACKAGE / "dist" / name)
         add(role, artifact)
         if role in ORT_FETCHED:
-            artifacts.extend(with_gzip(out_dir, artifact)[1:])
+            artifacts.extend(stored_gzipped(out_dir, artifact)[1:])
     with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
         wheel = build_core_wheel(Path(scratch))
         stem = wheel.name.removesuffix(".whl")
@@ -177,7 +177,7 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
         add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
         snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", python_snapshot(wheel_bytes))
         add("python_snapshot", snapshot)
-        artifacts.extend(with_gzip(out_dir, snapshot)[1:])
+        artifacts.extend(stored_gzipped(out_dir, snapshot)[1:])
     engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
     engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
     runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
@@ -190,7 +190,7 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     folder = f"runtime/pyodide-{version}"
     for name in PYODIDE_FILES:
         artifact = write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes())
-        artifacts.extend(with_gzip(out_dir, artifact) if name in PYODIDE_FETCHED else [artifact])
+        artifacts.extend(stored_gzipped(out_dir, artifact) if name in PYODIDE_FETCHED else [artifact])
     runtime["pyodide"] = folder + "/"
     versions = {
         "pyodide": version,

@@ -25,8 +25,8 @@ from builder.related import related_papers
 from builder.report import BuildReport
 from builder.site.manifest import write_manifest
 from builder.site.runtime import copy_runtime
-from builder.site.store import GZIP_SUFFIX
-from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_papers
+from readingroom_core.ranges import folder_reader
+from readingroom_core.sitedata import GZIP_SUFFIX, MANIFEST_FILE, Manifest, PaperRecord, read_papers
 
 TEMPLATES_DIR = REPO_ROOT / "site_templates"
 RENDERED_DIRS = ("runtime", "papers", "corpus", "about")
@@ -35,7 +35,7 @@ RENDERED_DIRS = ("runtime", "papers", "corpus", "about")
 def render_site(out_dir: Path, manifest: Manifest, settings: Settings, report: BuildReport) -> Manifest:
     """Re-render an already-written site from its files and save its manifest with the new runtime."""
     out_dir = Path(out_dir)
-    papers = read_papers((out_dir / manifest.files.papers).read_bytes(), manifest.files.papers)
+    papers = read_papers(folder_reader(out_dir)(manifest.files.papers), manifest.files.papers)
     graph = CitationGraph(())
     if manifest.files.graph:
         graph = read_graph((out_dir / manifest.files.graph).read_bytes(), manifest.files.graph)
@@ -178,7 +178,7 @@ class SitePages:
             "pyodide": base + runtime["pyodide"],
             "ort": base + runtime["ort"],
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
-            # Runtime files the worker fetches as `<url>.gz` and decompresses (store.with_gzip).
+            # Runtime files the worker fetches as `<url>.gz` and decompresses (store.stored_gzipped).
             "cited": self.cited,  # how many papers of the list cite each: results sort by it
             "gzipped": [
                 base + a.path.removesuffix(GZIP_SUFFIX)

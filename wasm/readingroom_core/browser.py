@@ -28,7 +28,7 @@ from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.library import CorpusLibrary
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
-from readingroom_core.ranges import RangeRead, folder_range_reader
+from readingroom_core.ranges import RangeRead, folder_range_reader, folder_reader
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
 from readingroom_core.sitedata import gunzipped as unpacked
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -67,16 +67,6 @@ def query_vector(data: Any) -> list[float] | None:
     if isinstance(raw, bytes | bytearray | memoryview):
         return array("f", bytes(raw)).tolist()
     return list(raw)
-
-
-def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
-    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide)."""
-
-    def read(relative_path: str) -> bytes:
-        with open(os.path.join(site_dir, relative_path), "rb") as data_file:
-            return data_file.read()
-
-    return read
 
 
 def open_folder(site_dir: str | os.PathLike[str]) -> Site:

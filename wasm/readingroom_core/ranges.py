@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from readingroom_core.sitedata import GZIP_SUFFIX, gunzipped
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
 # Told every range one read needs before any is read: the browser's worker fetches them all at once
@@ -109,6 +112,28 @@ def _runs(blocks: list[Block], gap: int) -> list[list[Block]]:
         else:
             runs.append([block])
     return runs
+
+
+def folder_reader(site_dir: str | os.PathLike[str]) -> Reader:
+    """A reader over a site folder on disk (CPython, or a folder Node mounts into Pyodide). A file the
+    build stored only gzipped (`<path>.gz`, builder/site/store.py) is read unpacked under its own path,
+    as the browser's worker hands it over."""
+
+    def read(relative_path: str) -> bytes:
+        path = os.path.join(site_dir, relative_path)
+        if not os.path.exists(path) and os.path.exists(path + GZIP_SUFFIX):
+            with open(path + GZIP_SUFFIX, "rb") as packed:
+                try:
+                    return gunzipped(packed.read())
+                except zlib.error as error:
+                    stored = relative_path + GZIP_SUFFIX
+                    raise DamagedData(
+                        f"{stored} could not be decompressed; the site's data is damaged"
+                    ) from error
+        with open(path, "rb") as data_file:
+            return data_file.read()
+
+    return read
 
 
 def folder_range_reader(site_dir: str | os.PathLike[str]) -> RangeRead:

@@ -5,6 +5,9 @@ Layout (paths relative to the site root; data files are named `<stem>.<hash12><e
 a visitor's cache never serves stale data, and `manifest.json` names each by role):
 - `manifest.json` (`Manifest`): written last, read first; names every file, the model, index and BM25
   parameters, counts and tool versions.
+- A file that gzip shrinks by 5% or more (builder/site/store.py) is stored only as `<path>.gz`: the
+  manifest lists both paths, `<path>` with the checksum of the contents and `<path>.gz` with that of the
+  stored bytes. Readers ask for `<path>` and get the contents (`ranges.folder_reader`, the worker).
 - papers (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order, for the
   pages; search loads the paper table and the papers' vectors instead (`papertable.py`).
 - chunk table (`data/chunks.*.json`, `ChunkTable`): columnar page and section of every chunk, enough to
@@ -33,12 +36,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 5  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+FORMAT_VERSION = 6  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: varint postings
 # pages, a dictionary entry names its first pages (the rest's records lie before them), no HNSW file in
-# the site, a paper's record holds its text's checksum (the manifest no longer lists the texts)
+# the site, a paper's record holds its text's checksum (the manifest no longer lists the texts); 6: a file
+# that gzip shrinks is stored only as its .gz (readers unpack it: ranges.folder_reader, the worker)
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
 TEXT_SHA_DIGITS = 32
 
 
@@ -160,7 +165,7 @@ class RuntimeSection:
 @dataclass(frozen=True)
 class Manifest:
     """`manifest.json`: names every data file by role (`files`) and lists every file with its checksum
-    (`artifacts`); `encoder` is the query encoder's own config (its `max_length` bounds a query);
+    (`artifacts`; a file stored only gzipped is listed by both its paths, see the module's docstring); `encoder` is the query encoder's own config (its `max_length` bounds a query);
     `runtime` is added by the render step, so a manifest in the making has none."""
 
     title: str

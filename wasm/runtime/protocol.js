@@ -18,7 +18,7 @@
  * @property {string} pyodide folder of Pyodide's files, ending in "/"
  * @property {string} ort
  * @property {{mjs: string, wasm: string}} ort_wasm
- * @property {string[]} gzipped runtime URLs that have a `.gz` copy beside them
+ * @property {string[]} gzipped runtime URLs stored only as `<url>.gz`
  * @property {{[arxivId: string]: number}} cited how many papers of the list cite each (builder/citation_graph.py)
  */
 

@@ -25,7 +25,7 @@ const nativeFetch = self.fetch.bind(self);
 
 /**
  * Pyodide fetches its own files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json): while it
- * starts, `fetchForPython` (the worker's fetch meanwhile) hands it their .gz copies decompressed and
+ * starts, `fetchForPython` (the worker's fetch meanwhile) hands it their .gz files decompressed and
  * counts the bytes as they come. Each is downloaded once: a second start (booting after the snapshot was
  * cancelled or refused) gets a copy of the same download. `fetched` resolves when the files keyword
  * search waits for are all in.
