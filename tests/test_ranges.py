@@ -27,7 +27,9 @@ from readingroom_core.termindex import (
     PAGE_ENTRIES,
     TermIndex,
     TermLayout,
+    page_values,
     read_term_directory,
+    varint,
 )
 
 WORDS = [f"w{n}" for n in range(400)]
@@ -223,6 +225,20 @@ def test_damaged_postings_are_refused(written, tmp_path):
     index = term_index((tmp_path, built), folder_range_reader(tmp_path))
     with pytest.raises(DamagedData, match="postings-pages.bin bytes"):
         index.search(["w0", "w1"], 10)
+
+
+def test_a_page_is_stored_deflated_and_one_that_will_not_unpack_is_damaged_data(written):
+    index = term_index(written)
+    index.read_entries(["w0"])
+    _df, start, _rank, sizes, *_ = index._entries["w0"]
+    root, built, *_ = written
+    stored = built.files["data/postings-pages.bin"][start : start + sizes[0]]
+    values = page_values(stored, "w0's first page")
+    assert len(values) == 3 * PAGE_ENTRIES and len(stored) < len(b"".join(varint(v) for v in values))
+    with pytest.raises(
+        DamagedData, match=r"^w0's first page could not be unpacked; the site's data is damaged"
+    ):
+        page_values(stored[: len(stored) // 2], "w0's first page")
 
 
 def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLINE_PAGES) -> TermIndex:
