@@ -63,7 +63,7 @@ from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
 # Each page is stored as a raw deflate stream (no header: the page's sha checks it). The varints' bytes are
 # far from uniform (most gaps and frequencies are small), and deflate's Huffman codes take 23% off them: at
-# 1,000 papers the pages file is 19.8 -> 15.3 MB, 3.5 -> 2.7 bytes a posting; zlib unpacks a page in
+# 1,000 papers the pages file is 19.8 -> 15.4 MB, 3.5 -> 2.7 bytes a posting; zlib unpacks a page in
 # microseconds, in CPython and in Pyodide alike.
 PAGE_DEFLATE_LEVEL = 9
 RAW_DEFLATE = -15  # zlib's wbits for a raw stream with a 32 KB window
