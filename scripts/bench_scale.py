@@ -197,7 +197,9 @@ def in_chromium(site: Path, questions: list[str], throttled_questions: int) -> d
         server.server_close()
 
 
-def measure_size(source, size: int, work: Path, questions: list[str], throttled_questions: int) -> dict:
+def measure_size(
+    source, size: int, work: Path, questions: list[str], throttled_questions: int, scans: int
+) -> dict:
     folder = work / f"list-{size}"
     if (folder / "generation.json").exists():
         generation = json.loads((folder / "generation.json").read_text())
@@ -207,7 +209,7 @@ def measure_size(source, size: int, work: Path, questions: list[str], throttled_
     build_s = build(folder)
     print(f"{size} papers: built in {build_s} s", file=sys.stderr, flush=True)
     result = {"generation": generation, "build_s": build_s, "site": site_size(folder / "site")}
-    result["quality"] = quality(folder / "site", questions, folder)
+    result["quality"] = quality(folder / "site", questions, folder, scans)
     result["browser"] = in_chromium(folder / "site", questions, throttled_questions)
     return result
 
@@ -227,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--throttled-questions", type=int, default=30, help="questions asked over the slow line"
     )
+    parser.add_argument(
+        "--scans",
+        type=int,
+        default=40,
+        help="questions the layout's exhaustive dense mode scans (pure Python: about a minute each at 10,000 papers)",
+    )
     add_record_option(parser)
     args = parser.parse_args(argv)
     bench_run = begin("scale", argv)
@@ -235,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "source": {"papers": len(source.papers), "chunks": len(source.vectors)},
         "sizes": {
-            str(size): measure_size(source, size, args.work, questions, args.throttled_questions)
+            str(size): measure_size(source, size, args.work, questions, args.throttled_questions, args.scans)
             for size in args.sizes
         },
     }

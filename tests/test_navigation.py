@@ -10,9 +10,11 @@ from conftest import MIRROR_PAPERS
 from builder.cli import main
 from builder.paths import DEV_QUESTIONS
 from builder.site.data import paper_record
+from builder.site.manifest import read_manifest
 from builder.stages.fetch.sources import meta_from_mirror
 from readingroom_core.filters import Filters, PaperKeys, normalized
 from readingroom_core.navigation import PaperFinder, short_names
+from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import PaperRecord
 
 DATA = Path(__file__).parent / "data"
@@ -227,7 +229,7 @@ def test_the_engine_puts_the_named_paper_first_with_its_opening(mirror_site, cap
     """The set's queries about the four papers of the mirror site, through `query --json` (hybrid)."""
     papers = {
         paper["id"]: paper
-        for paper in json.loads(next((mirror_site / "data").glob("papers.*.json")).read_text())["papers"]
+        for paper in json.loads(folder_reader(mirror_site)(read_manifest(mirror_site).files.papers))["papers"]
     }
     asked = [row for row in rows(NAVIGATIONAL) if row["relevant"][0]["arxiv_id"] in MIRROR_PAPERS]
     assert len(asked) >= 4

@@ -29,10 +29,6 @@ def folders(request_json: str) -> str:
     request = json.loads(request_json)
     if request["op"] == "verify":
         return json.dumps([request["site"]] if request.get("site") else [])
-    if request["op"] == "tokenize":
-        return json.dumps(
-            sorted({os.path.dirname(request["vocab"]), os.path.dirname(request["char_classes"])})
-        )
     return json.dumps([request["site"]])
 
 
@@ -82,11 +78,10 @@ def browser(request: dict) -> dict:
 
 def tokenize(request: dict) -> dict:
     """WordPiece ids of each text, untruncated, from the site's vocab and char-class table."""
-    with open(request["vocab"], encoding="utf-8") as vocab_file:
-        vocab_text = vocab_file.read()
-    with open(request["char_classes"], encoding="utf-8") as classes_file:
-        char_classes = json.load(classes_file)
-    tokenizer = WordPieceTokenizer.from_data(vocab_text, char_classes)
+    read = folder_reader(request["site"])
+    tokenizer = WordPieceTokenizer.from_data(
+        read(request["vocab"]).decode("utf-8"), json.loads(read(request["char_classes"]))
+    )
     # Normalisation can lengthen text (ligatures, Hangul jamo), so allow 4 pieces per input character.
     return {"ids": [tokenizer.encode(text, max_length=4 * len(text) + 2) for text in request["texts"]]}
 
