@@ -4,17 +4,26 @@ and `suggest`'s missing works, on a generated list whose papers cite each other 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 from support import citing
 
 from builder.citation_graph import Citation, CitationGraph, build_graph, graph_bytes, read_graph
-from builder.citation_match import ListPaper, ReferenceMatcher, squeeze
+from builder.citation_match import (
+    TITLE_WORDS_NEEDED,
+    ListPaper,
+    ReferenceMatcher,
+    _title_in,
+    fold,
+    squeeze,
+    title_words,
+)
 from builder.cli import main
 from builder.missing_works import entry_title, missing_works
 from builder.models import PageSpan, ParsedPaper, Section
-from builder.references import arxiv_ids_in, first_surname, read_references
+from builder.references import Reference, arxiv_ids_in, entry_year, first_surname, read_references
 from builder.stages.parse import parse_pdf
 
 
@@ -97,6 +106,59 @@ def test_matching_rules(entry, expected):
 
 def test_a_paper_never_cites_itself():
     assert matched("Guu et al. REALM. arXiv:2002.08909", citing_id="2002.08909") == []
+
+
+def every_title_tried(matcher: ReferenceMatcher, reference, citing: str) -> list[tuple[str, str]]:
+    """The rules applied to every paper of the list, as matching did before titles were anchored."""
+    if reference.arxiv_ids:
+        return [(m.arxiv_id, m.how) for m in matcher.match(reference, citing)]
+    entry, surname = squeeze(reference.text), fold(first_surname(reference.text))
+    by_title = [
+        (paper.arxiv_id, "title")
+        for paper, title, parts in matcher.titles
+        if paper.arxiv_id != citing and _title_in(entry, title, parts, surname == paper.surname)
+    ]
+    if by_title or not surname or not entry_year(reference.text):
+        return by_title
+    words = title_words(reference.text)
+    return [
+        (paper.arxiv_id, "author-year")
+        for paper in matcher.papers
+        if paper.arxiv_id != citing and paper.surname == surname and entry_year(reference.text) in paper.years
+        and len(matcher.words[paper.arxiv_id]) >= 2
+        and len(matcher.words[paper.arxiv_id] & words) >= TITLE_WORDS_NEEDED * len(matcher.words[paper.arxiv_id])
+    ]  # fmt: skip
+
+
+def test_anchored_titles_match_exactly_what_trying_every_title_matches():
+    rng = random.Random(5)
+    vocabulary = (
+        "attention graph retrieval sparse dense model language vision scaling law agent memory".split()
+    )
+    surnames = ["Devlin", "Guu", "Jiang", "Thakur", "Lewis", "Chen", "Wang"]
+    papers = []
+    for number in range(1500):
+        words = rng.sample(vocabulary, rng.randint(1, 6))
+        if rng.random() < 0.3:
+            words[rng.randrange(len(words))] += ":"
+        title = " ".join(words).rstrip(":") + ("" if rng.random() < 0.1 else f" {number}")
+        author = f"{rng.choice('ABCDE')}. {rng.choice(surnames)}"
+        papers.append(
+            ListPaper.of(f"2{number:03d}.{number:05d}", title, [author], [f"{2015 + number % 9}-01-01"])
+        )
+    matcher = ReferenceMatcher(papers)
+    found = 0
+    for _ in range(400):
+        paper = rng.choice(papers)
+        words = paper.title.split()
+        quoted = " ".join(words[rng.randint(0, len(words) - 1) :]) if rng.random() < 0.4 else paper.title
+        year = rng.choice(sorted(paper.years))
+        text = f"{rng.choice(surnames)}, X. et al. {quoted}. Proc. {year}."
+        reference = Reference(text=text, page=1, arxiv_ids=arxiv_ids_in(text))
+        expected = every_title_tried(matcher, reference, citing=papers[0].arxiv_id)
+        assert [(m.arxiv_id, m.how) for m in matcher.match(reference, citing=papers[0].arxiv_id)] == expected
+        found += bool(expected)
+    assert found > 200  # most entries name list papers, by title or by author and year
 
 
 def test_squeeze_keeps_letters_and_digits_only():
