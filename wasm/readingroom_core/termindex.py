@@ -21,7 +21,7 @@ Five files (written by `TermLayout`, read by `TermIndex`):
   order, varints of the doc id gap, the term frequency and the document length, deflated (at 1,000
   papers, 2.7 bytes a posting where fixed-width fields took 8);
 - the forward file: per document, in doc id order, the frequency of each term in more than F documents
-  (varints: the count, then rank gaps and frequencies), G documents to a group;
+  (varints: the count, then rank gaps and frequencies), G documents to a group, each group deflated;
 - the forward index (read whole, once): little-endian uint32 start of each group and the end of the last,
   then each group's first 16 bytes of sha256.
 
@@ -61,11 +61,12 @@ from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
-# Each page is stored as a raw deflate stream (no header: the page's sha checks it). The varints' bytes are
-# far from uniform (most gaps and frequencies are small), and deflate's Huffman codes take 23% off them: at
-# 1,000 papers the pages file is 19.8 -> 15.4 MB, 3.5 -> 2.7 bytes a posting; zlib unpacks a page in
-# microseconds, in CPython and in Pyodide alike.
-PAGE_DEFLATE_LEVEL = 9
+# Each page and each forward group is stored as a raw deflate stream (no header: its sha checks it). The
+# varints' bytes are far from uniform (most gaps and frequencies are small, the forward file's rank gaps
+# repeat), and deflate takes 23% off the pages and 47% off the forward groups: at 1,000 papers the pages
+# file is 19.8 -> 15.4 MB (3.5 -> 2.7 bytes a posting) and the forward file 4.05 -> 2.16 MB; zlib unpacks
+# one in microseconds, in CPython and in Pyodide alike.
+DEFLATE_LEVEL = 9
 RAW_DEFLATE = -15  # zlib's wbits for a raw stream with a 32 KB window
 # A dictionary block's size the writer aims at: a query reads one per term, the directory (read at start-up)
 # names each. scripts/dictionary_growth_study.py on the 112-paper site, dictionary bytes per question
@@ -184,17 +185,21 @@ def read_varints(data: bytes) -> list[int]:
 
 def _page_bytes(chosen: list[int], doc_ids: list[int], frequencies: list[int], lengths: list[int]) -> bytes:
     """Postings `chosen` (positions in the term's lists) in doc id order: gap, frequency, length varints,
-    deflated (see PAGE_DEFLATE_LEVEL)."""
+    deflated (see DEFLATE_LEVEL)."""
     data, previous = bytearray(), 0
     for i in sorted(chosen, key=doc_ids.__getitem__):
         data += varint(doc_ids[i] - previous) + varint(frequencies[i]) + varint(lengths[doc_ids[i]])
         previous = doc_ids[i]
-    packer = zlib.compressobj(PAGE_DEFLATE_LEVEL, zlib.DEFLATED, RAW_DEFLATE)
-    return packer.compress(bytes(data)) + packer.flush()
+    return _deflated(bytes(data))
+
+
+def _deflated(data: bytes) -> bytes:
+    packer = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, RAW_DEFLATE)
+    return packer.compress(data) + packer.flush()
 
 
 def page_values(data: bytes, what: str) -> list[int]:
-    """A stored page's varints (gap, frequency, length per posting); `what` names the page in the error."""
+    """A stored page's or forward group's varints; `what` names it in the error."""
     try:
         return read_varints(zlib.decompress(data, RAW_DEFLATE))
     except (zlib.error, ValueError) as error:
@@ -278,19 +283,21 @@ class TermLayout:
 
 
 def _forward_files(held: list[list[tuple[int, int]]], group: int) -> tuple[bytes, bytes]:
-    """The forward file (per document its held terms' rank gaps and frequencies, as varints) and its
-    index (each group's start, the end, each group's sha256 prefix)."""
+    """The forward file (per document its held terms' rank gaps and frequencies, as varints, deflated a
+    group at a time) and its index (each group's start, the end, each group's sha256 prefix)."""
     data, starts, shas = bytearray(), array("I"), []
     for first in range(0, len(held), group):
-        start = len(data)
-        starts.append(start)
+        values = bytearray()
         for pairs in held[first : first + group]:
-            data += varint(len(pairs))
+            values += varint(len(pairs))
             previous = 0
             for rank, frequency in pairs:
-                data += varint(rank - previous) + varint(frequency)
+                values += varint(rank - previous) + varint(frequency)
                 previous = rank
-        shas.append(hashlib.sha256(data[start:]).digest()[:FORWARD_SHA_BYTES])
+        packed = _deflated(bytes(values))
+        starts.append(len(data))
+        shas.append(hashlib.sha256(packed).digest()[:FORWARD_SHA_BYTES])
+        data += packed
     starts.append(len(data))
     return bytes(data), _little_endian(starts) + b"".join(shas)
 
@@ -577,7 +584,7 @@ class TermIndex:
         blocks = [Block(self.directory.forward, starts[g], starts[g + 1], shas[g]) for g in numbers]
         held: dict[int, dict[int, int]] = {}
         for number, data in zip(numbers, self._reader.read(blocks, FORWARD_GAP_BYTES), strict=True):
-            values, at = read_varints(data), 0
+            values, at = page_values(data, f"{self.directory.forward}: group {number}"), 0
             for doc_id in range(number * group, min((number + 1) * group, self.n_docs)):
                 count, at = values[at], at + 1
                 rank, frequencies = 0, {}
