@@ -9,6 +9,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_build
 from support import citing
@@ -16,7 +17,7 @@ from support.chromium import wait_for
 from support.served import require_browser, serving
 from test_site_browser import Watched
 
-from builder.paper_map import MapData, paper_map
+from builder.paper_map import MapData, map_layout, paper_map, tsne
 from builder.site.runtime import RUNTIME_SOURCES
 from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import read_manifest, read_papers
@@ -113,6 +114,23 @@ def test_corpus_page_counts_citations_and_holds_a_deterministic_map(citing_site)
     assert drawn["xy"] == again[0].to_json()["xy"] and drawn["ids"] == list(IDS)
     assert all(0 <= value <= 1000 for value in drawn["xy"]) and len(drawn["edges"]) == 2 * 5
     assert drawn["tags"] == ["models", "retrieval", "none"] and len(json.dumps(drawn)) < 1000
+
+
+def test_past_the_sample_t_sne_places_a_sample_and_the_rest_lands_beside_its_likes():
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(6, 48))
+    topic = np.arange(600) % 6
+    units = centres[topic] + 0.35 * rng.normal(size=(600, 48))
+    units /= np.linalg.norm(units, axis=1, keepdims=True)
+    layout = map_layout(units, sample=150)
+    assert np.array_equal(layout, map_layout(units, sample=150))  # deterministic
+    sampled = np.linspace(0, 599, 150).round().astype(int)
+    assert np.array_equal(layout[sampled], tsne(units[sampled]))
+    # every paper lies nearer its own topic's sampled papers than any other topic's
+    means = np.array([layout[sampled][topic[sampled] == t].mean(axis=0) for t in range(6)])
+    nearest_topic = np.argmin(((layout[:, None, :] - means[None]) ** 2).sum(axis=2), axis=1)
+    assert np.mean(nearest_topic == topic) > 0.95
+    assert np.array_equal(map_layout(units[:150], sample=150), tsne(units[:150]))  # small lists: exact
 
 
 def luminance(colour: str) -> float:
