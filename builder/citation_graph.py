@@ -8,8 +8,9 @@ rendered again, and drawn on the paper pages and the corpus page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from builder.citation_match import ListPaper, ReferenceMatcher
@@ -36,10 +37,20 @@ class CitationGraph:
     citations: tuple[Citation, ...]
 
     def cites(self, arxiv_id: str) -> list[Citation]:
-        return [c for c in self.citations if c.citing == arxiv_id]
+        return list(self._by_citing.get(arxiv_id, ()))
 
     def cited_by(self, arxiv_id: str) -> list[Citation]:
-        return [c for c in self.citations if c.cited == arxiv_id]
+        return list(self._by_cited.get(arxiv_id, ()))
+
+    # Every paper page asks for both: scanning every citation each time was quadratic in the list (the
+    # 10,000-paper synthetic list's pages were not done after half an hour).
+    @cached_property
+    def _by_citing(self) -> dict[str, list[Citation]]:
+        return _grouped(self.citations, lambda citation: citation.citing)
+
+    @cached_property
+    def _by_cited(self) -> dict[str, list[Citation]]:
+        return _grouped(self.citations, lambda citation: citation.cited)
 
     def cited_counts(self) -> dict[str, int]:
         """How many papers of the list cite each cited paper (papers never cited are absent)."""
@@ -65,6 +76,14 @@ def build_graph(references: Sequence[PaperReferences], matcher: ReferenceMatcher
                     found[match.arxiv_id] = replace(known, page=reference.cited_on)
         citations += [found[cited] for cited in sorted(found)]
     return CitationGraph(tuple(citations))
+
+
+def _grouped(citations: Sequence[Citation], key: Callable[[Citation], str]) -> dict[str, list[Citation]]:
+    """The citations by `key`, each group in the graph's order."""
+    groups: dict[str, list[Citation]] = {}
+    for citation in citations:
+        groups.setdefault(key(citation), []).append(citation)
+    return groups
 
 
 def _earlier(page: int | None, than: int | None) -> bool:
