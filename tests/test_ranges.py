@@ -105,6 +105,23 @@ def test_adjacent_blocks_travel_together_and_are_read_once(tmp_path):
     assert gapped.requests == 2 and gapped.bytes_read == 70  # 120..130 fetched and thrown away
 
 
+def test_a_full_cache_drops_the_least_recently_used_and_never_a_block_being_read(tmp_path):
+    data = bytes(range(256)) * 4
+    (tmp_path / "f.bin").write_bytes(data)
+    ranges = CountingRanges(tmp_path)
+    reader = BlockReader(ranges, cache_bytes=250)
+    a, b, c, d = (Block("f.bin", s, s + 100, _sha(data[s : s + 100])) for s in (0, 200, 400, 600))
+    assert reader.read([a, b]) == [data[0:100], data[200:300]]
+    # `a` is cached and asked for again while `c` comes in: keeping `c` drops the oldest block, `b`
+    assert reader.read([c, a]) == [data[400:500], data[0:100]]
+    # a read bigger than the cache still returns every block it asked for
+    assert reader.read([a, b, c, d]) == [data[s : s + 100] for s in (0, 200, 400, 600)]
+    assert ranges.asked == [("f.bin", 0, 100), ("f.bin", 200, 300), ("f.bin", 400, 500)] + [
+        ("f.bin", 200, 300),
+        ("f.bin", 600, 700),
+    ]
+
+
 def test_a_batch_is_announced_whole_before_any_range_is_read(tmp_path):
     """The worker fetches an announced batch in parallel, then runs the step again (worker.js ranged)."""
     data = bytes(range(256))

@@ -26,7 +26,8 @@ RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive
 # (in parallel) and runs the step again; a reader over a folder needs no such notice.
 Announce = Callable[[list[tuple[str, int, int]]], None]
 Reader = Callable[[str], bytes]
-# Checked blocks kept in memory; past this the oldest go (a long session must not grow without bound).
+# Checked blocks kept in memory; past this the least recently used go (a long session must not grow
+# without bound).
 CACHE_BYTES = 64 << 20
 
 
@@ -62,10 +63,13 @@ def check_block(block: Block, data: bytes) -> bytes:
 class BlockReader:
     """Checked blocks through one `read_range`; adjacent blocks of a file travel as one request."""
 
-    def __init__(self, read_range: RangeRead, announce: Announce | None = None) -> None:
+    def __init__(
+        self, read_range: RangeRead, announce: Announce | None = None, cache_bytes: int = CACHE_BYTES
+    ) -> None:
         self._read_range = read_range
         self._announce = announce
-        self._cache: dict[Block, bytes] = {}
+        self._cache: dict[Block, bytes] = {}  # least recently used first
+        self._cache_bytes = cache_bytes
         self._cached_bytes = 0
         self.requests = 0
         self.bytes_read = 0
@@ -76,7 +80,12 @@ class BlockReader:
     def read(self, blocks: Sequence[Block], gap: int = 0) -> list[bytes]:
         """Each block's bytes, checked, in the order asked; blocks already read come from memory. Blocks
         of one file at most `gap` bytes apart are read in one request (the bytes between thrown away)."""
-        missing = sorted({block for block in blocks if block not in self._cache}, key=_position)
+        # What this read returns is held apart from the cache: keeping the blocks it fetches may drop
+        # others it asked for from the cache (a long session at 10,000 papers fills it).
+        found = {block: self._cache.pop(block) for block in blocks if block in self._cache}
+        for block, data in found.items():
+            self._cache[block] = data  # now the most recently used
+        missing = sorted({block for block in blocks if block not in found}, key=_position)
         runs = _runs(missing, gap)
         if self._announce is not None and runs:
             self._announce([(run[0].path, run[0].start, run[-1].end) for run in runs])
@@ -86,15 +95,14 @@ class BlockReader:
             self.requests += 1
             self.bytes_read += len(data)
             for block in run:
-                self._keep(
-                    block, check_block(block, data[block.start - first.start : block.end - first.start])
-                )
-        return [self._cache[block] for block in blocks]
+                found[block] = check_block(block, data[block.start - first.start : block.end - first.start])
+                self._keep(block, found[block])
+        return [found[block] for block in blocks]
 
     def _keep(self, block: Block, data: bytes) -> None:
         self._cache[block] = data
         self._cached_bytes += len(data)
-        while self._cached_bytes > CACHE_BYTES and len(self._cache) > 1:
+        while self._cached_bytes > self._cache_bytes and len(self._cache) > 1:
             oldest = next(iter(self._cache))
             self._cached_bytes -= len(self._cache.pop(oldest))
 
