@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scans",
         type=int,
         default=40,
-        help="questions the layout's exhaustive dense mode scans (pure Python: about a minute each at 10,000 papers)",
+        help="questions the layout's exhaustive dense mode scans (every row in pure Python: slow at scale)",
     )
     add_record_option(parser)
     args = parser.parse_args(argv)

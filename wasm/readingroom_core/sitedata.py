@@ -165,8 +165,9 @@ class RuntimeSection:
 @dataclass(frozen=True)
 class Manifest:
     """`manifest.json`: names every data file by role (`files`) and lists every file with its checksum
-    (`artifacts`; a file stored only gzipped is listed by both its paths, see the module's docstring); `encoder` is the query encoder's own config (its `max_length` bounds a query);
-    `runtime` is added by the render step, so a manifest in the making has none."""
+    (`artifacts`; a file stored only gzipped is listed by both its paths, see the module's docstring);
+    `encoder` is the query encoder's own config (its `max_length` bounds a query); `runtime` is added by
+    the render step, so a manifest in the making has none."""
 
     title: str
     base_url: str
