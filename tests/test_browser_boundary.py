@@ -109,12 +109,9 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     prepared = json.loads(site.prepare(json.dumps(request)))
     ahead = prepared["read_ahead"]
     assert reads == []  # the keyword side needs no paper text
-    assert ahead == list(dict.fromkeys(paper_of[doc] for doc, _ in keyword_ranking))[:READ_AHEAD_PAPERS]
+    keyword_papers = list(dict.fromkeys(paper_of[doc] for doc, _ in keyword_ranking))
+    assert ahead == [papers[paper].text for paper in keyword_papers[:READ_AHEAD_PAPERS]]
     assert len(ahead) >= 2
-    for paper in ahead:
-        site.read_paper_text(paper)
-    assert reads == [papers[paper].text for paper in ahead]
-    reads.clear()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was parsed again"))
         reply = json.loads(site.search(prepared["search"], vector))
@@ -123,9 +120,11 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     site.discard(prepared["search"])
     assert reply == search(plain, vector, **request)
     assert keyword_only == search(plain, None, **request)
-    shown = {hit["arxiv_id"] for hit in reply["hits"]}
-    assert shown & {papers[paper].id for paper in ahead}  # read ahead, shown, and not read again
-    assert set(reads).isdisjoint(papers[paper].text for paper in ahead)
+    text_of = {paper.id: paper.text for paper in papers}
+    shown = {text_of[hit["arxiv_id"]] for hit in reply["hits"]}
+    assert shown & set(ahead)  # what the worker fetched ahead, the reply shows
+    texts = [path for path in reads if "/text/" in path]
+    assert sorted(texts) == sorted(shown)  # each text the reply shows, read once
     with pytest.raises(KeyError):
         site.search(prepared["search"], vector)  # discarded
     # Two searches under way at once keep apart; dense mode has no keyword ranking to read ahead from.
@@ -135,6 +134,38 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     assert json.loads(site.search(first["search"])) == search(plain, **request)
     dense = json.loads(site.prepare(json.dumps({**request, "query": "query expansion", "mode": "dense"})))
     assert dense["read_ahead"] == []
+
+
+def test_a_reply_names_the_texts_it_shows_in_one_batch_before_reading_any(built_sites):
+    """The worker fetches a step's announced files in parallel and runs the step again: one round trip
+    for the texts of all the papers a reply shows, not one each."""
+    read = folder_reader(built_sites.second)
+    events: list[tuple[str, object]] = []
+
+    def announce(ranges_json: str) -> None:
+        texts = [entry[0] for entry in json.loads(ranges_json) if len(entry) == 1]
+        if texts:
+            events.append(("announced", texts))
+
+    def read_logged(path: str) -> bytes:
+        if "/text/" in path:
+            events.append(("read", path))
+        return read(path)
+
+    for request in (
+        {"query": QUERY, "k": 10, "mode": "bm25"},
+        {"query": "year:2023", "k": 5, "mode": "bm25"},
+    ):
+        site = open_site(read_logged, read("manifest.json").decode("utf-8"), announce=announce)
+        text_of = {paper.id: paper.text for paper in site.engine.papers}
+        events.clear()
+        reply = json.loads(site.search(json.loads(site.prepare(json.dumps(request)))["search"]))
+        texts = [path for kind, path in events if kind == "read"]
+        assert reply["hits"] and set(texts) == {text_of[hit["arxiv_id"]] for hit in reply["hits"]}
+        assert events[0] == ("announced", texts)  # all of them named at once, before the first is read
+        events.clear()
+        site.search(json.loads(site.prepare(json.dumps(request)))["search"])
+        assert events == []  # read already: nothing to name, nothing to read again
 
 
 def test_facet_filters_from_the_page_restrict_results(site):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import SMALL_PAPERS
@@ -52,7 +53,7 @@ class Visit:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
         def seen(response) -> None:
-            if any(response.url.endswith(path) for path in ranged):
+            if any(urlsplit(response.url).path.endswith(path) for path in ranged):
                 request = response.request
                 self.ranged_responses.append((request.method, request.headers.get("range"), response.status))
 
@@ -109,3 +110,25 @@ def test_a_host_that_ignores_range_or_gzips_still_gives_the_cli_top_ten(
     else:  # the browser refuses gzip it did not ask for: each file is then read whole, once, unranged
         unranged = [request for request in seen if not request.range]
         assert len(unranged) == len({r.path for r in unranged}) == len({r.path for r in seen})
+
+
+def test_ranges_of_one_file_travel_in_parallel(browser, ranged_site):
+    """Chromium's HTTP cache lets one request at a time work on a URL's entry: ranges of one file asked
+    for under the file's own URL came one after another, a round trip each, however many were in flight."""
+    ranged = ranged_files(ranged_site)
+    with QuirkyHost(ranged_site, round_trip_s=0.25) as host:
+        visit = Visit(browser, host.url, ranged)
+        try:
+            assert visit.top_ten() == top_chunk_ids(ranged_site, QUERIES, SearchOptions(k=10))
+        finally:
+            visit.context.close()
+        seen = [request for request in host.requests if request.status == 206]
+    together = [
+        (first, second)
+        for first in seen
+        for second in seen
+        if first is not second
+        and first.path == second.path
+        and first.received < second.received < first.answered
+    ]
+    assert together, "no two ranges of one file were ever in flight at once"

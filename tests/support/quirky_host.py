@@ -12,8 +12,11 @@ except for its knobs:
   preload; a request that accepts only identity (a browser's ranged fetch) is served as `serve` does.
 - `gzip="always"`: every file reply is gzip-compressed, even to a ranged identity request (a host that
   breaks the rule Pages keeps; a reader must notice, not misread the bytes).
+- `round_trip_s`: each ranged request is held that long before its answer (a distant host), so that
+  requests in flight together show as overlapping.
 
-`requests` records each request: method, path, its Range and Accept-Encoding, and the status sent.
+`requests` records each request: method, path (without its query), its Range and Accept-Encoding, the
+status sent, and when it came in and was answered.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import gzip as gzip_module
 import io
 import os
 import threading
+import time
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from builder.commands.serve import HOST, SiteHandler, SiteServer, base_url_of
 
@@ -40,6 +45,8 @@ class SeenRequest:
     range: str | None
     accept_encoding: str | None
     status: int
+    received: float  # time.monotonic() when the request came in
+    answered: float  # and when its status went out
 
 
 class QuirkyHandler(SiteHandler):
@@ -51,12 +58,15 @@ class QuirkyHandler(SiteHandler):
 
     def parse_request(self) -> bool:
         self.asked_range = None
+        self.received = time.monotonic()
         parsed = super().parse_request()
         if parsed:
             self.asked_range = self.headers.get("Range")
         return parsed
 
     def send_head(self):
+        if self.host.round_trip_s and "Range" in self.headers:
+            time.sleep(self.host.round_trip_s)
         if self.host.ignore_range and "Range" in self.headers:
             del self.headers["Range"]
         file_path = self.translate_path(self.path)
@@ -81,10 +91,12 @@ class QuirkyHandler(SiteHandler):
     def send_response(self, code, message=None):
         seen = SeenRequest(  # a request line too long or malformed is answered before it is parsed
             getattr(self, "command", ""),
-            getattr(self, "path", ""),
+            urlsplit(getattr(self, "path", "")).path,
             self.asked_range,
             self.headers.get("Accept-Encoding") if hasattr(self, "headers") else None,
             int(code),
+            getattr(self, "received", time.monotonic()),
+            time.monotonic(),
         )
         with self.host.lock:
             self.host.requests.append(seen)
@@ -94,8 +106,11 @@ class QuirkyHandler(SiteHandler):
 class QuirkyHost:
     """The site at `url` on 127.0.0.1 while the `with` block runs (a free port each time)."""
 
-    def __init__(self, site: Path, ignore_range: bool = False, gzip: GzipHabit = "never"):
+    def __init__(
+        self, site: Path, ignore_range: bool = False, gzip: GzipHabit = "never", round_trip_s: float = 0.0
+    ):
         self.site = Path(site)
+        self.round_trip_s = round_trip_s
         self.ignore_range = ignore_range
         self.gzip = gzip
         self.base_url = base_url_of(self.site)

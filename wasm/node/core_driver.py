@@ -52,9 +52,9 @@ def search(request: dict) -> dict:
 
 def browser(request: dict) -> dict:
     """The Web Worker's calls in its order: open the site from a reader and the fetched manifest text,
-    load semantic search, then per case the query's token ids, the search prepared and the papers it names
-    read (while the encoder embeds, unless in bm25 mode), and the reply to the prepared search with the
-    vector as the worker hands it over (float32 bytes)."""
+    load semantic search, then per case the query's token ids, the search prepared, and the reply to the
+    prepared search with the vector as the worker hands it over (float32 bytes; the worker's reading ahead
+    only fetches files the search then reads)."""
     read = folder_reader(request["site"])
     site = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
@@ -66,9 +66,6 @@ def browser(request: dict) -> dict:
         if "error" in prepared:
             replies.append({"ids": ids, **prepared})
             continue
-        if case["mode"] != "bm25":
-            for paper in prepared["read_ahead"]:
-                site.read_paper_text(paper)
         vector = case.get("vector")
         reply = site.search(prepared["search"], None if vector is None else array("f", vector).tobytes())
         site.discard(prepared["search"])

@@ -202,10 +202,10 @@ class Site:
         """Parse a search request ({query, k, mode, filters}) and do the part of the search that needs no
         query vector, while the encoder's worker embeds the query.
 
-        Returns JSON: {"search": id, "read_ahead": [paper index, ...]}, the id for `search` and the
-        papers whose text files the reply will likely show and that are not loaded yet, likeliest first
-        (the worker reads them with `read_paper_text` while it waits for the vector); or {"error":
-        message} for a query the engine rejects, and then nothing is kept.
+        Returns JSON: {"search": id, "read_ahead": [text path, ...]}, the id for `search` and the text
+        files the reply will likely show and that are not loaded yet, likeliest first (the worker fetches
+        them while it waits for the vector, and `search` reads them from there); or {"error": message} for
+        a query the engine rejects, and then nothing is kept.
         """
         request = json.loads(request_json)
         query = request["query"]
@@ -215,11 +215,10 @@ class Site:
             return json.dumps({"error": str(error)})
         search_id = next(self._search_ids)
         self._searches[search_id] = PreparedSearch(query, prepared, self.engine.suggest(query))
-        read_ahead = self.engine.unread_papers(prepared, READ_AHEAD_PAPERS)
+        read_ahead = [
+            self.engine.papers[i].text for i in self.engine.unread_papers(prepared, READ_AHEAD_PAPERS)
+        ]
         return json.dumps({"search": search_id, "read_ahead": read_ahead})
-
-    def read_paper_text(self, paper_index: int) -> None:
-        self.engine.text_file(paper_index)
 
     def search(self, search_id: int, vector: Any = None) -> str:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).

@@ -159,6 +159,7 @@ class SearchEngine:
         self.files = files
         self.read = read
         self.blocks = BlockReader(read_range or whole_file_ranges(read), announce)
+        self._announce = announce
         table = files.paper_table or files.papers
         self.papers = read_paper_table(read(table), table)
         self.chunks = read_chunk_table(read(files.chunks), files.chunks)
@@ -243,6 +244,17 @@ class SearchEngine:
             self._texts[paper_index] = text
         return text
 
+    def _announce_texts(self, doc_ids: Iterable[int]) -> None:
+        """Names the unread text files of these passages' papers in one batch before any is read: the
+        browser's worker fetches them in parallel, where one synchronous read after another cost a round
+        trip each (the first keyword result at 10,000 papers waited 1.1 s on a 40 ms line for 20 texts)."""
+        if self._announce is None:
+            return
+        unread = dict.fromkeys(self._paper_of[doc_id] for doc_id in doc_ids)
+        paths = [(self.papers[index].text,) for index in unread if index not in self._texts]
+        if paths:
+            self._announce(paths)
+
     def chunk(self, doc_id: int) -> TextChunk:
         """The chunk's text and span, from its paper's text file (fetched once)."""
         paper_index = self._paper_of[doc_id]
@@ -301,6 +313,7 @@ class SearchEngine:
         """The prepared search with the query vector: the dense ranking, fusion and the hits."""
         options, allowed = prepared.options, prepared.allowed
         if prepared.browse is not None:
+            self._announce_texts(result.doc_id for result in prepared.browse)
             return [self._hit(result, ()) for result in prepared.browse]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
@@ -338,6 +351,7 @@ class SearchEngine:
         )
         if prepared.named is not None:
             top = named_first(top, fused, prepared.named, options.k)
+        self._announce_texts(result.doc_id for result in top)
         return [
             self._hit(
                 result, prepared.parsed.terms, similarity.get(result.doc_id), result.doc_id == prepared.named

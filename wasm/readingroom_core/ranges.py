@@ -23,8 +23,9 @@ from readingroom_core.sitedata import GZIP_SUFFIX, gunzipped
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
 # Told every range one read needs before any is read: the browser's worker fetches them all at once
-# (in parallel) and runs the step again; a reader over a folder needs no such notice.
-Announce = Callable[[list[tuple[str, int, int]]], None]
+# (in parallel) and runs the step again; a reader over a folder needs no such notice. A whole file (a
+# paper's text, which its record checks) is announced as (path,) alone.
+Announce = Callable[[Sequence[tuple[str, int, int] | tuple[str]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
 # without bound).

@@ -167,8 +167,8 @@
 // --- the Python boundary (readingroom_core.browser, through Pyodide) ----------------------------------------
 
 /**
- * What Site.prepare answers: the id to finish the search with and the papers to read ahead, or why not.
- * @typedef {{search: number, read_ahead: number[]} | {error: string}} Prepared
+ * What Site.prepare answers: the id to finish the search with and the text files to read ahead, or why not.
+ * @typedef {{search: number, read_ahead: string[]} | {error: string}} Prepared
  */
 
 /**
