@@ -90,7 +90,8 @@ def write_site_data(
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
     files = {**search.files, **encoder_files}
     for artifact in files.values():
-        artifacts += stored_gzipped(out_dir, artifact)
+        if artifact not in search.ranged:  # a ranged file named by a role too stays as it is
+            artifacts += stored_gzipped(out_dir, artifact)
     artifacts += search.ranged
     files["graph"] = graph_file  # stored as it is: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)

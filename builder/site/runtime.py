@@ -54,7 +54,14 @@ ORT_FETCHED = ("ort_wasm",)  # handed to ORT as ort.env.wasm.wasmBinary, so it m
 OWN_RUNTIME = {"css": "style.css"}
 # The engine's two workers share download.js, which they import by name, as the search worker imports its
 # own parts: one folder named by the hash of them all (as the page's modules below).
-ENGINE_MODULES = ("worker.js", "python_start.js", "embedding.js", "encoder.js", "download.js")
+ENGINE_MODULES = (
+    "worker.js",
+    "python_start.js",
+    "embedding.js",
+    "encoder.js",
+    "download.js",
+    "ranged_reads.js",
+)
 # The search page's ES modules (search and Ask mode) import one another by name, so they share one folder
 # named by the hash of them all, together with markdown-it's self-contained browser build (answer.js
 # imports it as ./markdown-it.mjs). protocol.js holds types only and is not shipped.

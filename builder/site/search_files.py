@@ -69,7 +69,7 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     forward = add("postings-forward", ".bin", layout.forward_bytes)
     forward_index = add("postings-forward-index", ".bin", layout.forward_index_bytes)
     directory = layout.directory_bytes(terms, pages, forward, forward_index)
-    roles = {"postings": add("postings", ".json", directory)}
+    roles = {"postings": add("postings", ".json", directory), "forward_index": forward_index}
     params = IndexParams(scale=calibrate_scale(vectors))
     dense = dense_files(np.asarray(vectors, dtype=np.float32), quantize(vectors, params.scale))
     lists = add("dense-lists", ".bin", dense.lists)

@@ -12,6 +12,7 @@
 import { Checksums, GZIP, Progress, loadManifest } from "./download.js";
 import { Encoder } from "./embedding.js";
 import { countModules, fetchSnapshot, pythonFiles, startPython } from "./python_start.js";
+import { RangedReads } from "./ranged_reads.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Core} Core */
@@ -32,6 +33,8 @@ let site;
 let checksums;
 /** @type {Encoder} */
 let encoder;
+/** @type {RangedReads} what a step of the core reads by range, or whole (paper texts), fetched in batches */
+let reads;
 let semanticReady = false;
 let semanticError = null; // why semantic search is off for good (a failed load or query)
 let stage = "starting";
@@ -109,127 +112,12 @@ function readSync(path) {
   return bytes;
 }
 
-// Ranges of the index files, as the core asks for them (a query term's dictionary block and postings, a
-// coarse list's codes, the rows it rescores). The core announces each batch before reading it
-// (announceRanges); a batch not fetched yet stops the step, which `ranged` runs again once the whole
-// batch has come in parallel, so a query costs a few round trips, not one per range. The Range header
-// makes the browser ask for identity encoding, so the bytes are the file's own; a host that ignores
-// Range answers 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a
-// preload of these files: an unranged copy may come gzipped and sit in the cache.
-const fetchedRanges = new Map(); // "path start end" -> bytes fetched for the step being run again
-const wholeFiles = new Map(); // site path -> the whole file, from a host that ignored Range
-const honoursRange = new Map(); // site path -> whether its host answered a Range with 206
-let pendingRanges = []; // [path, start, end] the current step needs and has not got
-// A step needs a few batches: dictionary, postings (with the forward index), forward groups; then for
-// words the list never uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's
-// 276 questions); lists and rows. The bound only stops a step that would never settle.
-const RANGE_ROUNDS = 16;
-
-const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
-
-/** @param {string} rangesJson [[path, start, end] or [text path], ...] */
-function announceRanges(rangesJson) {
-  const missing = JSON.parse(rangesJson).filter(([path, start, end]) =>
-    start === undefined
-      ? !prefetched.has(path)
-      : !wholeFiles.has(path) && !fetchedRanges.has(rangeKey(path, start, end)),
-  );
-  if (missing.length) {
-    pendingRanges = missing;
-    throw new Error(`${missing.length} ranges to fetch`);
-  }
-}
-
-/** The range's bytes from a host that honours Range, or the whole file's from one that does not.
- * Each range has its own URL (the file's, with the range as its query, which static hosts ignore):
- * chromium's HTTP cache lets one request at a time work on a URL's entry, so ranges of one file came in
- * one after another, a round trip each (10,000 papers, 20 Mbit/s and 40 ms: the first query's 75
- * forward groups took 3.2 s, its rows 8 s); with their own URLs they travel in parallel and a reload
- * still finds each in the cache. */
-async function fetchRange(path, start, end) {
-  let response;
-  try {
-    const url = `${config.base}${path}?bytes=${start}-${end - 1}`;
-    response = await nativeFetch(url, { headers: { Range: `bytes=${start}-${end - 1}` } });
-  } catch (error) {
-    // A host that gzips even a ranged request (which asked for identity): the browser refuses the reply.
-    // Take the whole file as the host sends it, kept out of the cache so no ranged read ever meets it.
-    console.warn(`${path}: a ranged read failed (${error}); reading the whole file`);
-    response = await nativeFetch(config.base + path, { cache: "no-store" });
-  }
-  if (response.status !== 200 && response.status !== 206) {
-    throw new Error(`${path} bytes ${start}-${end}: HTTP ${response.status}`);
-  }
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  progress.count("index", bytes.length);
-  honoursRange.set(path, response.status === 206);
-  if (response.status === 200) wholeFiles.set(path, bytes);
-  else fetchedRanges.set(rangeKey(path, start, end), bytes);
-}
-
-/** A paper's text file, for readSync to hand over; the core checks it against the paper's record. */
-async function fetchText(path) {
-  if (!path.startsWith(PAPER_TEXTS)) throw new Error(`${path}: only paper texts are read whole by a step`);
-  const response = await nativeFetch(config.base + path);
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  progress.count("text", bytes.length);
-  prefetched.set(path, bytes);
-}
-
-/** Each file's ranges, and the texts named whole, in parallel; a file whose host is not known yet asks
- * once first (a host that ignores Range would otherwise send the whole file once per range). */
-async function fetchRanges(wanted) {
-  const texts = wanted.filter(([, start]) => start === undefined).map(([path]) => fetchText(path));
-  const byPath = Map.groupBy(
-    wanted.filter(([, start]) => start !== undefined),
-    ([path]) => path,
-  );
-  await Promise.all([
-    ...texts,
-    ...[...byPath].map(async ([path, wanted]) => {
-      let rest = wanted;
-      if (!honoursRange.has(path)) {
-        await fetchRange(...wanted[0]);
-        rest = wanted.slice(1);
-      }
-      if (!wholeFiles.has(path)) await Promise.all(rest.map((range) => fetchRange(...range)));
-    }),
-  ]);
-}
-
-/** Run a step of the core, fetching the ranges it announces and running it again until it has them. */
-async function ranged(step) {
-  for (let round = 0; ; round++) {
-    pendingRanges = [];
-    try {
-      return step();
-    } catch (error) {
-      if (!pendingRanges.length || round === RANGE_ROUNDS) throw error;
-      await fetchRanges(pendingRanges);
-    }
-  }
-}
-
-// What the core reads once its batch was announced: from this step's fetched ranges (let go once
-// read: the core keeps the checked blocks), or from a whole file.
-/** @param {string} path @param {number} start @param {number} end (exclusive) @returns {Uint8Array} */
-function readRangeSync(path, start, end) {
-  const whole = wholeFiles.get(path);
-  if (whole) return whole.subarray(start, end);
-  const key = rangeKey(path, start, end);
-  const bytes = fetchedRanges.get(key);
-  if (!bytes) throw new Error(`${path} bytes ${start}-${end} were read before they were announced`);
-  fetchedRanges.delete(key);
-  return bytes;
-}
-
 // Everything downloads from the start, keyword search's files first: Python and its snapshot, the
-// manifest, the paper table, the chunk table and the postings directory; the encoder, ONNX Runtime and the
-// dense directory as soon as those are in (or keyword search is up), so that on a slow line they never
-// share its bandwidth. ONNX Runtime starts in the encoder's worker (encoder.js): its downloads while
+// manifest, the paper table, the chunk table and the postings directory, then the forward index; the
+// encoder, ONNX Runtime and the dense directory as soon as those are in (or keyword search is up), so
+// that on a slow line they never share its bandwidth. ONNX Runtime starts in the encoder's worker (encoder.js): its downloads while
 // Python boots here, its session while this worker reads the dense directory. The rest of the index
-// is read by range as queries need it (readRangeSync).
+// is read by range as queries need it (ranged_reads.js).
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -249,10 +137,20 @@ async function start() {
     ]),
   );
   indexFiles.then(() => mark("keyword_data_fetched"), () => {});
+  // Next, while Python boots: the postings' forward index, which the first query of several words reads
+  // whole (10,000 papers: 1.05 MB that, fetched by that query beside the encoder's download, held its
+  // first result 1.4 s on a 20 Mbit/s line). Its ranges are then sliced from it; a failure here only
+  // leaves it to be read by range.
+  const forwardIndex = Promise.all([manifest, indexFiles])
+    .then(async ([{ files }]) => {
+      const path = files.forward_index;
+      if (path) reads.keepWhole(path, await checksums.fetch(config.base, path, counter("data")));
+    })
+    .catch((error) => console.warn("The forward index will be read by range:", error));
   const snapshotUrl = new URL(config.python_snapshot, self.location.href).href;
   const snapshot = fetchSnapshot(snapshotUrl, gzippedRuntime.has(snapshotUrl), counter("pyodide"));
   const snapshotFetched = snapshot.catch(() => {}); // failed or cancelled: Python boots instead
-  const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched]);
+  const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched, forwardIndex]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
   const semantic = Promise.all([manifest, Promise.race([keywordFetched, keyword.promise])]).then(([{ files }]) =>
     startSemantic(files),
@@ -265,7 +163,7 @@ async function start() {
   self.fetch = nativeFetch;
   python.forget();
   setStage("Starting keyword search");
-  site = core.open_site(readSync, (await manifest).text, readRangeSync, announceRanges);
+  site = core.open_site(readSync, (await manifest).text, reads.readRange, reads.announce);
   mark("keyword_ready");
   encoder.post({ type: "session" }); // not before: Python's boot would share its core
   keyword.resolve();
@@ -310,16 +208,6 @@ async function embed(query) {
   return encoder.embed(ids);
 }
 
-// While the encoder's worker embeds the query, this one fetches, in parallel, the text files of the
-// papers the best keyword matches come from (Site.prepare named them), most of which the results will
-// show. Returns how many came in. A read that fails here is not reported: the search reads that file
-// again if it shows one of its passages, and fails then.
-async function readAhead(texts) {
-  const fetched = await Promise.allSettled(texts.map(fetchText));
-  for (const result of fetched) if (result.status === "rejected") console.warn("Reading ahead:", result.reason);
-  return fetched.filter(({ status }) => status === "fulfilled").length;
-}
-
 const SEMANTIC_UNAVAILABLE = "Semantic search is unavailable on this site; use keyword or hybrid mode.";
 
 /**
@@ -336,7 +224,7 @@ async function search({ query, k, mode, filters }) {
   const started = performance.now();
   const embedding = semanticReady && mode !== "bm25" ? embed(query) : null; // the encoder starts first
   embedding?.catch(() => {}); // awaited below, unless the query is refused
-  const prepared = JSON.parse(await ranged(() => site.prepare(JSON.stringify({ query, k, mode, filters }))));
+  const prepared = JSON.parse(await reads.run(() => site.prepare(JSON.stringify({ query, k, mode, filters }))));
   if ("error" in prepared) return prepared;
   try {
     return await finish(prepared, embedding, started);
@@ -353,22 +241,22 @@ async function finish(prepared, embedding, started) {
   let reply;
   if (embedding) {
     try {
-      [timings.texts_ahead] = await Promise.all([readAhead(prepared.read_ahead), embedding.catch(() => {})]);
+      [timings.texts_ahead] = await Promise.all([reads.readAhead(prepared.read_ahead), embedding.catch(() => {})]);
       timings.ahead_ms = performance.now() - started;
       let cached;
       ({ vector, cached } = await embedding);
       if (vector) timings.vector_cached = cached;
       embedded = performance.now();
-      reply = JSON.parse(await ranged(() => site.search(prepared.search, vector)));
+      reply = JSON.parse(await reads.run(() => site.search(prepared.search, vector)));
     } catch (error) {
-      reply = JSON.parse(await ranged(() => site.search(prepared.search))); // throws when keyword search fails too
+      reply = JSON.parse(await reads.run(() => site.search(prepared.search))); // throws when keyword search fails too
       semanticFailed(error);
       vector = undefined;
       delete timings.vector_cached;
       if (reply.error) return { error: SEMANTIC_UNAVAILABLE }; // dense mode: nothing to fall back on
     }
   }
-  reply ??= JSON.parse(await ranged(() => site.search(prepared.search)));
+  reply ??= JSON.parse(await reads.run(() => site.search(prepared.search)));
   if (reply.error) return reply;
   Object.assign(timings, { embed_ms: embedded - started, search_ms: performance.now() - embedded });
   return { ...reply, semantic: vector !== undefined, timings };
@@ -382,14 +270,14 @@ async function evidence({ question, history, budget, context, max_tokens }) {
   await keyword.promise;
   const request = JSON.stringify({ question, history, budget, context, max_tokens });
   const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : undefined;
-  return JSON.parse(await ranged(() => site.ask_evidence(request, vector)));
+  return JSON.parse(await reads.run(() => site.ask_evidence(request, vector)));
 }
 
 /** @param {import("./protocol.js").VerifyMessage} message @returns {Promise<import("./protocol.js").VerifyReply>} */
 async function verify({ answer, evidence }) {
   await keyword.promise;
   // ranged: a quote cited outside the sources is looked for in the whole list's index
-  return JSON.parse(await ranged(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
+  return JSON.parse(await reads.run(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
 }
 
 /** @type {{[type: string]: (request: any) => Promise<object>}} each request's handler, by its type */
@@ -400,6 +288,7 @@ async function init(message) {
   mark("worker_started");
   config = message.config;
   encoder = new Encoder(message.port);
+  reads = new RangedReads({ base: config.base, fetch: nativeFetch, count: (kind, n) => progress.count(kind, n), prefetched });
   let semantic;
   try {
     ({ semantic } = await start());

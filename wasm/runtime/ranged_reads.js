@@ -1,0 +1,177 @@
+// What a step of the search core reads by range, or whole (paper texts), fetched in batches.
+//
+// The core announces each batch before reading it (`announce`): ranges of the index files (a query term's
+// dictionary block and postings, a coarse list's codes, the rows it rescores) and the text files of the
+// papers a reply shows. A batch not fetched yet stops the step, which `run` runs again once the whole
+// batch has come in parallel, so a query costs a few round trips, not one per range. The Range header
+// makes the browser ask for identity encoding, so the bytes are the file's own; a host that ignores
+// Range answers 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a
+// preload of these files under the URL a range uses: an unranged copy may come gzipped and sit in the
+// cache.
+
+// A step needs a few batches: dictionary, postings, forward groups, texts; then for words the list never
+// uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's 276 questions);
+// lists and rows. The bound only stops a step that would never settle.
+const RANGE_ROUNDS = 16;
+const PAPER_TEXTS = "data/text/"; // not in the manifest: each paper's record holds its text's sha256
+
+const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
+
+export class RangedReads {
+  /**
+   * @param {object} options
+   * @param {string} options.base the site's base URL
+   * @param {typeof fetch} options.fetch the worker's own fetch (Pyodide's loader replaces self.fetch a while)
+   * @param {(kind: string, bytes: number) => void} options.count start-up and query bytes, by kind
+   * @param {Map<string, Uint8Array>} options.prefetched whole files for the worker's readSync, which hands each
+   *   to Python once: the texts fetched here go there
+   */
+  constructor({ base, fetch, count, prefetched }) {
+    this.base = base;
+    this.fetch = fetch;
+    this.count = count;
+    this.prefetched = prefetched;
+    this.fetchedRanges = new Map(); // "path start end" -> bytes fetched for the step being run again
+    this.wholeFiles = new Map(); // site path -> the whole file (a host that ignored Range, or keepWhole)
+    this.honoursRange = new Map(); // site path -> whether its host answered a Range with 206
+    this.pending = []; // [path, start, end] or [text path] the current step needs and has not got
+    // Fetches under way, by range key or text path: two steps at once (a query typed while the page's own
+    // search runs) often ask for the same bytes, and the second waits for the first's.
+    this.inFlight = new Map();
+    this.announce = this.announce.bind(this);
+    this.readRange = this.readRange.bind(this);
+  }
+
+  /** The core's notice of a batch, as JSON [[path, start, end] or [text path], ...]; throws (stopping the
+   * step) when part of it has not been fetched. @param {string} batchJson */
+  announce(batchJson) {
+    const missing = JSON.parse(batchJson).filter(([path, start, end]) =>
+      start === undefined
+        ? !this.prefetched.has(path)
+        : !this.wholeFiles.has(path) && !this.fetchedRanges.has(rangeKey(path, start, end)),
+    );
+    if (missing.length) {
+      this.pending = missing;
+      throw new Error(`${missing.length} ranges to fetch`);
+    }
+  }
+
+  /** What the core reads once its batch was announced: from this step's fetched ranges (let go once read:
+   * the core keeps the checked blocks), or from a whole file.
+   * @param {string} path @param {number} start @param {number} end (exclusive) @returns {Uint8Array} */
+  readRange(path, start, end) {
+    const whole = this.wholeFiles.get(path);
+    if (whole) return whole.subarray(start, end);
+    const key = rangeKey(path, start, end);
+    const bytes = this.fetchedRanges.get(key);
+    if (!bytes) throw new Error(`${path} bytes ${start}-${end} were read before they were announced`);
+    this.fetchedRanges.delete(key);
+    return bytes;
+  }
+
+  /** Run a step of the core, fetching the batches it announces and running it again until it has them.
+   * @template T @param {() => T} step @returns {Promise<T>} */
+  async run(step) {
+    for (let round = 0; ; round++) {
+      this.pending = [];
+      try {
+        return step();
+      } catch (error) {
+        if (!this.pending.length || round === RANGE_ROUNDS) throw error;
+        await this.fetchBatch(this.pending);
+      }
+    }
+  }
+
+  /** A ranged file the worker fetched whole (and checked against the manifest): ranges are sliced from it.
+   * @param {string} path @param {Uint8Array} bytes */
+  keepWhole(path, bytes) {
+    this.wholeFiles.set(path, bytes);
+  }
+
+  /** The text files Site.prepare named, fetched in parallel while the encoder's worker embeds the query;
+   * most of them the results will show. Returns how many came in. A read that fails here is not reported:
+   * the search reads that file again if it shows one of its passages, and fails then.
+   * @param {string[]} texts @returns {Promise<number>} */
+  async readAhead(texts) {
+    const fetched = await Promise.allSettled(texts.map((path) => this.textOnce(path)));
+    for (const result of fetched) if (result.status === "rejected") console.warn("Reading ahead:", result.reason);
+    return fetched.filter(({ status }) => status === "fulfilled").length;
+  }
+
+  /** Each file's ranges, and the texts named whole, in parallel; a file whose host is not known yet asks
+   * once first (a host that ignores Range would otherwise send the whole file once per range). */
+  async fetchBatch(wanted) {
+    const texts = wanted.filter(([, start]) => start === undefined).map(([path]) => this.textOnce(path));
+    const byPath = Map.groupBy(
+      wanted.filter(([, start]) => start !== undefined),
+      ([path]) => path,
+    );
+    await Promise.all([
+      ...texts,
+      ...[...byPath].map(async ([path, ranges]) => {
+        let rest = ranges;
+        if (!this.honoursRange.has(path)) {
+          await this.rangeOnce(...ranges[0]);
+          rest = ranges.slice(1);
+        }
+        if (!this.wholeFiles.has(path)) await Promise.all(rest.map((range) => this.rangeOnce(...range)));
+      }),
+    ]);
+  }
+
+  once(key, fetching) {
+    let fetched = this.inFlight.get(key);
+    if (!fetched) {
+      fetched = fetching().finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, fetched);
+    }
+    return fetched;
+  }
+
+  rangeOnce(path, start, end) {
+    return this.once(rangeKey(path, start, end), () => this.fetchRange(path, start, end));
+  }
+
+  textOnce(path) {
+    return this.once(path, () => this.fetchText(path));
+  }
+
+  /** The range's bytes from a host that honours Range, or the whole file's from one that does not.
+   * Each range has its own URL (the file's, with the range as its query, which static hosts ignore):
+   * chromium's HTTP cache lets one request at a time work on a URL's entry, so ranges of one file came in
+   * one after another, a round trip each (10,000 papers, 20 Mbit/s and 40 ms: the first query's 75
+   * forward groups took 3.2 s, its rows 8 s); with their own URLs they travel in parallel and a reload
+   * still finds each in the cache. */
+  async fetchRange(path, start, end) {
+    let response;
+    try {
+      const url = `${this.base}${path}?bytes=${start}-${end - 1}`;
+      response = await this.fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` } });
+    } catch (error) {
+      // A host that gzips even a ranged request (which asked for identity): the browser refuses the reply.
+      // Take the whole file as the host sends it, kept out of the cache so no ranged read ever meets it.
+      console.warn(`${path}: a ranged read failed (${error}); reading the whole file`);
+      response = await this.fetch(this.base + path, { cache: "no-store" });
+    }
+    if (response.status !== 200 && response.status !== 206) {
+      throw new Error(`${path} bytes ${start}-${end}: HTTP ${response.status}`);
+    }
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    this.count("index", bytes.length);
+    this.honoursRange.set(path, response.status === 206);
+    if (response.status === 200) this.wholeFiles.set(path, bytes);
+    else this.fetchedRanges.set(rangeKey(path, start, end), bytes);
+  }
+
+  /** A paper's text file, for the worker's readSync to hand over; the core checks it against the paper's
+   * record. */
+  async fetchText(path) {
+    if (!path.startsWith(PAPER_TEXTS)) throw new Error(`${path}: only paper texts are read whole by a step`);
+    const response = await this.fetch(this.base + path);
+    if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    this.count("text", bytes.length);
+    this.prefetched.set(path, bytes);
+  }
+}
