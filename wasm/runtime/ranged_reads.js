@@ -90,11 +90,12 @@ export class RangedReads {
   }
 
   /** The text files Site.prepare named, fetched in parallel while the encoder's worker embeds the query;
-   * most of them the results will show. Returns how many came in. A read that fails here is not reported:
+   * most of them the results will show. Returns how many it fetched. A read that fails here is not reported:
    * the search reads that file again if it shows one of its passages, and fails then.
    * @param {string[]} texts @returns {Promise<number>} */
   async readAhead(texts) {
-    const fetched = await Promise.allSettled(texts.map((path) => this.textOnce(path)));
+    const unread = texts.filter((path) => !this.prefetched.has(path)); // fetched ahead before, not shown yet
+    const fetched = await Promise.allSettled(unread.map((path) => this.textOnce(path)));
     for (const result of fetched) if (result.status === "rejected") console.warn("Reading ahead:", result.reason);
     return fetched.filter(({ status }) => status === "fulfilled").length;
   }
