@@ -89,15 +89,15 @@ export class RangedReads {
     this.wholeFiles.set(path, bytes);
   }
 
-  /** The text files Site.prepare named, fetched in parallel while the encoder's worker embeds the query;
-   * most of them the results will show. Returns how many it fetched. A read that fails here is not reported:
-   * the search reads that file again if it shows one of its passages, and fails then.
-   * @param {string[]} texts @returns {Promise<number>} */
-  async readAhead(texts) {
-    const unread = texts.filter((path) => !this.prefetched.has(path)); // fetched ahead before, not shown yet
-    const fetched = await Promise.allSettled(unread.map((path) => this.textOnce(path)));
-    for (const result of fetched) if (result.status === "rejected") console.warn("Reading ahead:", result.reason);
-    return fetched.filter(({ status }) => status === "fulfilled").length;
+  /** Starts fetching, in parallel, the text files Site.prepare named (most of which the results will
+   * show) while the encoder's worker embeds the query; nothing waits for them but a step that reads one
+   * (`fetchBatch` shares the fetch under way). A fetch that fails here only warns: the step that needs
+   * the file fails then. Returns how many it started (texts fetched ahead before and not shown yet are
+   * not fetched again). @param {string[]} texts @returns {number} */
+  readAhead(texts) {
+    const unread = texts.filter((path) => !this.prefetched.has(path));
+    for (const path of unread) this.textOnce(path).catch((error) => console.warn("Reading ahead:", error));
+    return unread.length;
   }
 
   /** Each file's ranges, and the texts named whole, in parallel; a file whose host is not known yet asks

@@ -241,7 +241,7 @@ async function finish(prepared, embedding, started) {
   let reply;
   if (embedding) {
     try {
-      [timings.texts_ahead] = await Promise.all([reads.readAhead(prepared.read_ahead), embedding.catch(() => {})]);
+      timings.texts_ahead = reads.readAhead(prepared.read_ahead);
       timings.ahead_ms = performance.now() - started;
       let cached;
       ({ vector, cached } = await embedding);
