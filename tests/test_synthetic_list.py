@@ -3,8 +3,10 @@
 import json
 
 import numpy as np
+from support import citing
 from support.synthetic_list import (
     calibrate_sigma,
+    copy_authors,
     load_source,
     nearest_cosines,
     perturbed,
@@ -12,7 +14,9 @@ from support.synthetic_list import (
     write_list,
 )
 
+from builder.citation_match import ListPaper, ReferenceMatcher
 from builder.cli import main
+from builder.references import Reference
 from readingroom_core.browser import open_folder
 from readingroom_core.engine import SearchOptions
 
@@ -54,3 +58,18 @@ def test_the_noise_is_calibrated_to_the_real_nearest_neighbours(built_sites):
     rows = np.arange(len(noisy))
     assert 0 < sigma < 4
     assert abs(float(np.median(nearest_cosines(noisy, noisy, rows))) - real) < 0.03
+
+
+def test_a_reference_names_one_copy_of_the_paper_it_cites():
+    """B's entry for A names it by first author, year and title words, which every copy of A shares:
+    only the first copy keeps A's first author, so the entry names it alone, as it names A in the real
+    list (10,000 papers had linked each reference to all 90 copies)."""
+    a = citing.topics()[citing.A]
+    copies = [
+        ListPaper.of(f"3001.{n:05d}", f"{a.title} ({n})", copy_authors(a.authors, n, 4), [a.published])
+        for n in (1, 5, 9)
+    ]
+    entry = next(text for text in citing._REFERENCES[citing.B] if a.authors[0] in text)
+    found = ReferenceMatcher(copies).match(Reference(entry, page=3), citing=citing.B)
+    assert [(match.arxiv_id, match.how) for match in found] == [("3001.00001", "author-year")]
+    assert copy_authors(a.authors, 5, 4)[1:] == a.authors[1:]

@@ -12,7 +12,8 @@ copies of a vector then sit about as close as it sits to its neighbour, so the s
 nearest-neighbour cosines stays real), times one factor (`sigma`) calibrated so that the cosine to the
 nearest neighbour has the real list's median (`calibrate_sigma`): the dense side is "real vectors,
 calibrated perturbation", never the encoder's output for that text, and every figure made from it
-says so.
+says so. Each real paper's first copy keeps its authors; a later copy's first author carries the copy's
+number (`copy_authors`), so references link copies at the real list's rate, not once per copy.
 
 `write_list` leaves a build cache and a corpus file; `python -m builder build --offline --cache ...`
 then builds the site through the real pipeline with nothing left to parse or embed.
@@ -197,6 +198,16 @@ class SyntheticPaper:
     tags: list[str]
 
 
+def copy_authors(authors: list[str], number: int, originals: int) -> list[str]:
+    """The base paper's authors; past the first round of copies, the first author's name ends in the copy's
+    number, so that a reference to the real paper names its first copy, not every copy (matching by first
+    author and year linked each reference to all 90 copies at 10,000 papers: 276,864 in-list citations,
+    against 4.4 per paper in the mirror)."""
+    if number <= originals or not authors:
+        return list(authors)
+    return [f"{authors[0]} {number}", *authors[1:]]
+
+
 def synthetic_id(number: int) -> str:
     return f"{ID_PREFIX}.{number:05d}"
 
@@ -223,7 +234,8 @@ def make_papers(source: Source, count: int, cache_dir: Path, seed: int) -> list[
         donor = rng.choice([i for i in range(len(source.papers)) if i != base] or [base])
         real = source.papers[base]
         new_id = synthetic_id(number)
-        meta = replace(real.meta, arxiv_id=new_id, version="v1", title=f"{real.meta.title} ({number})")
+        title, authors = f"{real.meta.title} ({number})", copy_authors(real.meta.authors, number, len(pools))
+        meta = replace(real.meta, arxiv_id=new_id, version="v1", title=title, authors=authors)
         fetched = fake_pdf(cache_paper_dir(cache_dir, new_id, "v1"), meta)
         parsed = recombined(real.parsed, (pools[base], pools[donor]), new_id, rng)
         parse_cache = cache_dir / "parsed" / PARSER_VERSION / f"{fetched.pdf_sha256}.json"
