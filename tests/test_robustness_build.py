@@ -233,6 +233,32 @@ def test_a_ctrl_c_that_something_swallowed_still_stops_the_build_at_its_next_sta
     assert done.returncode == code
 
 
+HELD_BACK_CTRL_C = """
+import os, signal, sys
+from builder import ctrl_c
+ctrl_c.listen()
+steps = []
+try:
+    with ctrl_c.held_back():
+        os.kill(os.getpid(), signal.SIGINT)
+        steps.append("the step went on to its end")
+except KeyboardInterrupt:
+    print(*steps, "and then the build stopped")
+"""
+
+
+def test_a_ctrl_c_during_a_step_held_back_stops_the_build_when_the_step_ends():
+    done = subprocess.run(
+        [sys.executable, "-c", HELD_BACK_CTRL_C],
+        cwd=REPO_ROOT,
+        preexec_fn=partial(signal.signal, signal.SIGINT, signal.SIG_DFL),  # as a terminal leaves it
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == "the step went on to its end and then the build stopped\n", done.stderr
+
+
 def test_two_builds_started_together_on_an_empty_cache_both_succeed_alike(tmp_path, generated_mirror):
     corpus = write_corpus(tmp_path / "readingroom.toml", SMALL_PAPERS)
     sites, logs = (

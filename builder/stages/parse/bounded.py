@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Generic, TypeVar
 
+from builder import ctrl_c
 from builder.workers import die_with_parent
 
 DEFAULT_SECONDS = 60.0
@@ -42,6 +43,7 @@ class ParseLimits:
 
 DEFAULT_LIMITS = ParseLimits()
 OVER_MEMORY = 75  # a parse process's exit status when an allocation failed under its memory limit
+_STEP_SECONDS = 0.2  # the longest one wait for finished processes lasts
 
 
 @dataclass
@@ -68,32 +70,51 @@ def run_bounded(
     running: dict[Connection, _Running[Job]] = {}
     try:
         while waiting or running:
-            while waiting and len(running) < max(1, parallel):
-                index, job = waiting.popleft()
-                receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_child, args=(send, work, job, limits.memory_mb))
-                process.start()
-                send.close()
-                running[receive] = _Running(index, job, process, receive, time.monotonic() + limits.seconds)
-            soonest = min(entry.deadline for entry in running.values())
-            for ready in wait(list(running), timeout=max(0.0, soonest - time.monotonic())):
-                entry = running.pop(ready)  # type: ignore[call-overload]  # wait() returns what it was given
-                yield entry.index, _collect(entry, over_limit, limits)
-            now = time.monotonic()
-            for connection, entry in list(running.items()):
-                if entry.deadline <= now:
-                    del running[connection]
-                    _end(entry)
-                    yield (
-                        entry.index,
-                        over_limit(
-                            entry.job,
-                            f"took longer than the parse time limit ({limits.seconds:g} s, --parse-timeout)",
-                        ),
-                    )
+            # A Ctrl-C in the middle of starting or reaping a process would leave it half-told its job
+            # (it prints a traceback of its own) or not yet ours to end: it waits for the step to end.
+            with ctrl_c.held_back():
+                _start(context, waiting, running, work, limits, parallel)
+                finished = _reap(running, over_limit, limits)
+            yield from finished
     finally:
         for entry in running.values():
             _end(entry)
+
+
+def _start(
+    context: multiprocessing.context.ForkServerContext,
+    waiting: deque[tuple[int, Job]],
+    running: dict[Connection, _Running[Job]],
+    work: Callable[[Job], object],
+    limits: ParseLimits,
+    parallel: int,
+) -> None:
+    while waiting and len(running) < max(1, parallel):
+        index, job = waiting.popleft()
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_child, args=(send, work, job, limits.memory_mb))
+        process.start()
+        send.close()
+        running[receive] = _Running(index, job, process, receive, time.monotonic() + limits.seconds)
+
+
+def _reap(
+    running: dict[Connection, _Running[Job]], over_limit: Callable[[Job, str], Result], limits: ParseLimits
+) -> list[tuple[int, Result]]:
+    """The jobs that finish within a short wait (short, so that a Ctrl-C held back is soon heard)."""
+    soonest = min(entry.deadline for entry in running.values())
+    finished = []
+    for ready in wait(list(running), timeout=min(_STEP_SECONDS, max(0.0, soonest - time.monotonic()))):
+        entry = running.pop(ready)  # type: ignore[call-overload]  # wait() returns what it was given
+        finished.append((entry.index, _collect(entry, over_limit, limits)))
+    now = time.monotonic()
+    for connection, entry in list(running.items()):
+        if entry.deadline <= now:
+            del running[connection]
+            _end(entry)
+            why = f"took longer than the parse time limit ({limits.seconds:g} s, --parse-timeout)"
+            finished.append((entry.index, over_limit(entry.job, why)))
+    return finished
 
 
 def _collect(entry: _Running[Job], over_limit: Callable[[Job, str], Result], limits: ParseLimits) -> Result:
@@ -124,7 +145,8 @@ def parse_processes() -> multiprocessing.context.ForkServerContext:
     whose freed pages it could fill without growing its address space, so no memory limit would hold;
     a child of the small fork server starts with little, and the limit is what parsing may add."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__.rsplit(".", 1)[0]])  # builder.stages.parse
+    package = __name__.rsplit(".", 1)[0]  # builder.stages.parse
+    context.set_forkserver_preload([package, f"{package}.fork_server"])
     return context
 
 
