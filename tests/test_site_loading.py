@@ -156,3 +156,36 @@ def test_a_query_typed_while_loading_runs_as_soon_as_search_is_ready(served, vis
     assert view.page.query_selector("#results .waiting") is None
     assert view.page.evaluate("readingRoom.status().keyword")
     assert view.errors == []
+
+
+def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served, visit):
+    """Python's files, then the keyword index with the encoder beside it (while Python boots), then the
+    dense side's files: on a slow line each wave has the bandwidth to itself."""
+    site, url = served
+    view = visit(SLOW_LINE)
+    base = urlsplit(url).path
+    times: dict[str, tuple[float, float]] = {}  # path -> (asked, last byte in), ms on the browser's clock
+
+    def finished(request) -> None:
+        timing = request.timing
+        path = urlsplit(request.url).path.removeprefix(base)
+        times.setdefault(path, (timing["startTime"], timing["startTime"] + timing["responseEnd"]))
+
+    view.page.on("requestfinished", finished)
+    view.page.goto(url)
+    view.page.evaluate("window.readingRoom.semanticReady")
+    stored = listed(site)
+    files = json.loads((site / "manifest.json").read_text())["files"]
+
+    def when(path: str) -> tuple[float, float]:
+        return times[path + ".gz" if path + ".gz" in stored else path]
+
+    pyodide = runtime_file(site, "pyodide")
+    python_in = max(when(pyodide + name)[1] for name in ("pyodide.asm.wasm", "python_stdlib.zip"))
+    keyword = [files[role] for role in ("paper_table", "chunks", "postings", "forward_index")]
+    encoder = [files["encoder"], runtime_file(site, "ort_wasm")]
+    dense = [files[role] for role in ("dense", "paper_vectors", "vocab")]
+    assert all(when(path)[0] >= python_in for path in keyword + encoder)
+    keyword_in = max(when(path)[1] for path in keyword)
+    assert all(when(path)[0] >= keyword_in for path in dense)
+    assert view.errors == []

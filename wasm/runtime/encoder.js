@@ -1,8 +1,9 @@
 // The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
-// downloading (and gunzipping and checking) when the search worker says keyword search has its files
-// ("go"), so that on a slow line the two never share the bandwidth, and creates the session when keyword
-// search is up ("session"): on a machine whose cores are busy, creating it while Python boots delays
-// keyword search by seconds; after it, the session is created while the search worker reads the vectors.
+// downloading (and gunzipping and checking) when the search worker says Python's own files are in ("go"),
+// so that on a slow line they never share the bandwidth (worker.js orders the downloads), and creates
+// the session when keyword search is up ("session"): on a machine whose cores are busy, creating it while
+// Python boots delays keyword search by seconds; after it, the session is created while the search
+// worker reads the vectors.
 // Its messages (from the page: init; with the search worker: go, session, embed, started, failed,
 // vector) are typed in protocol.js.
 
