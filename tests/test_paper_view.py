@@ -73,8 +73,11 @@ def _view(papers: list[PaperRecord]) -> PaperView:
 
 
 def _site_vectors(site) -> list[list[int]]:
-    files = site.manifest.files
-    return read_paper_vectors(site.engine.read(files.paper_vectors), len(site.engine.papers))
+    """The int8 rows of the site's paper vectors file, as written, one per paper."""
+    data = site.engine.read(site.manifest.files.paper_vectors)
+    size = len(data) // len(site.engine.papers)
+    signed = memoryview(data).cast("b")
+    return [list(signed[at : at + size]) for at in range(0, len(data), size)]
 
 
 def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
@@ -111,6 +114,9 @@ def test_every_paper_of_a_built_site_carries_its_vector(built_sites):
     for paper, row in zip(full, vectors, strict=True):  # the search's rows are the papers file's vectors
         assert paper.vector is not None and PaperVector.decode(paper.vector) == row
         assert len(row) == site.manifest.model.dims
+    query = unit(vectors[0])
+    expected = {i: cosine(query, row) for i, row in enumerate(vectors)}
+    assert _view(full).similarities(query) == pytest.approx(expected, abs=1e-9)
 
 
 def test_a_query_about_a_paper_finds_its_opening_passage(built_sites):

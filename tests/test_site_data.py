@@ -184,8 +184,11 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
-    rows = papertable.read_paper_vectors(folder_reader(out)(manifest.files.paper_vectors), len(full))
+    data = folder_reader(out)(manifest.files.paper_vectors)
+    signed, dims = memoryview(data).cast("b"), manifest.model.dims
+    rows = [list(signed[at : at + dims]) for at in range(0, len(data), dims)]
     assert rows == [sitedata.PaperVector.decode(paper.vector or "") for paper in full]
+    assert papertable.read_paper_vectors(data, len(full)).rows == len(full)
     gzipped = {artifact.path for artifact in manifest.artifacts if artifact.path.endswith(".gz")}
     assert {manifest.files.paper_table + ".gz", manifest.files.papers + ".gz"} <= gzipped
     with pytest.raises(ValueError, match="do not hold 2 equal rows"):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from readingroom_core.hnsw import QUERY_RESOLUTION, dot
+from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.ranges import Block, BlockReader
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
@@ -104,10 +105,7 @@ def signed(data: bytes) -> list[int]:
 
 def fine_query(query: Sequence[float]) -> list[int]:
     """The query as integers, its largest component at +-32767 (as `hnsw.UsearchFile.search` holds it)."""
-    peak = max(map(abs, query), default=0.0)
-    if not math.isfinite(peak) or peak == 0:
-        raise ValueError("query vector is zero or not finite; check the query encoder")
-    return [round(x * QUERY_RESOLUTION / peak) for x in query]
+    return integer_query(query, QUERY_RESOLUTION)[0]
 
 
 QUERY_PLANES = 6  # bits of the query held against the 1-bit codes
@@ -148,22 +146,20 @@ class DenseLists:
         self.directory = directory
         self.size = sum(entry.count for entry in directory.lists)
         self._reader = blocks
-        dims = directory.dims
-        self._centroids = [
-            signed(directory.centroids[i * dims : (i + 1) * dims]) for i in range(len(directory.lists))
+        self._centroids = PackedRows(directory.centroids, directory.dims)
+        self._centroid_norms = [
+            1 / math.sqrt(square) if square else 0.0 for square in self._centroids.squares
         ]
-        self._centroid_norms = [1 / math.sqrt(dot(row, row)) if any(row) else 0.0 for row in self._centroids]
         self._lists: dict[int, ListData] = {}
 
     def nearest_lists(self, fine: Sequence[int], scan: int) -> list[int]:
         """The lists whose centroids are closest in cosine, nearest first, until they hold `scan` rows
         (0: every list)."""
-        count = len(self._centroids)
+        count = len(self._centroid_norms)
         if scan <= 0 or scan >= self.size:
             return list(range(count))
-        scores = [
-            dot(fine, row) * norm for row, norm in zip(self._centroids, self._centroid_norms, strict=True)
-        ]
+        products = self._centroids.products(fine)
+        scores = [product * norm for product, norm in zip(products, self._centroid_norms, strict=True)]
         chosen, rows = [], 0
         for number in sorted(range(count), key=lambda i: (-scores[i], i)):
             chosen.append(number)

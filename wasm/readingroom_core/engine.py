@@ -33,6 +33,7 @@ from readingroom_core.fusion import (
     with_paper_prior,
 )
 from readingroom_core.navigation import PaperFinder, named_first
+from readingroom_core.packedrows import PackedRows
 from readingroom_core.papertable import read_paper_table, read_paper_vectors
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
@@ -192,7 +193,7 @@ class SearchEngine:
             )
         return paper_of
 
-    def _paper_vectors(self) -> list[list[int]]:
+    def _paper_vectors(self) -> PackedRows:
         return read_paper_vectors(
             self.read(self.files.paper_vectors), len(self.papers), self.files.paper_vectors
         )

@@ -15,6 +15,7 @@ import base64
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from readingroom_core.packedrows import PackedRows
 from readingroom_core.sitedata import FORMAT_VERSION, PaperRecord, compact_json, load_versioned
 
 # The record fields search reads: filters (year, categories, tags, authors), navigation (title, authors,
@@ -83,12 +84,8 @@ def paper_vectors_bytes(records: Sequence[PaperRecord]) -> bytes | None:
     return b"".join(rows)
 
 
-def read_paper_vectors(data: bytes, papers: int, what: str = "paper vectors") -> list[list[int]]:
-    """The int8 rows of `paper_vectors_bytes`, one per paper."""
+def read_paper_vectors(data: bytes, papers: int, what: str = "paper vectors") -> PackedRows:
+    """The int8 rows of `paper_vectors_bytes`, one per paper, packed for scoring them all at once."""
     if not papers or len(data) % papers:
         raise ValueError(f"{what}: {len(data)} bytes do not hold {papers} equal rows; rebuild the site")
-    size = len(data) // papers
-    return [
-        [value - 256 if value > 127 else value for value in data[at : at + size]]
-        for at in range(0, len(data), size)
-    ]
+    return PackedRows(data, len(data) // papers)

