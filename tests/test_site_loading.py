@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 from conftest import SMALL_PAPERS
@@ -188,4 +188,32 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
     assert all(when(path)[0] >= python_in for path in keyword + encoder)
     keyword_in = max(when(path)[1] for path in keyword)
     assert all(when(path)[0] >= keyword_in for path in dense)
+    assert view.errors == []
+
+
+def test_a_query_asked_while_loading_gets_its_keyword_results_before_the_dense_side_downloads(served, visit):
+    """A link with a query: the dense side's files are asked for only once the query's own reads (its
+    postings by range, its papers' texts) are in, so they do not hold the connections those reads need."""
+    site, url = served
+    view = visit(SLOW_LINE)
+    base = urlsplit(url).path
+    asked: dict[str, float] = {}
+    query_reads: list[float] = []  # when each of the query's reads was in
+
+    def finished(request) -> None:
+        timing = request.timing
+        path = urlsplit(request.url).path.removeprefix(base)
+        asked.setdefault(path, timing["startTime"])
+        if request.headers.get("range") or path.startswith("data/text/"):
+            query_reads.append(timing["startTime"] + timing["responseEnd"])
+
+    view.page.on("requestfinished", finished)
+    view.page.goto(f"{url}?q={quote(QUERY)}")
+    wait_for(view.page, "document.querySelector('#results .hit') !== null", LOAD_TIMEOUT_MS)
+    view.page.evaluate("window.readingRoom.semanticReady")
+    stored = listed(site)
+    files = json.loads((site / "manifest.json").read_text())["files"]
+    dense = [files[role] + (".gz" if files[role] + ".gz" in stored else "") for role in ("dense", "vocab")]
+    assert query_reads, "the query read nothing by range and no paper text"
+    assert min(asked[path] for path in dense) >= max(query_reads)
     assert view.errors == []

@@ -99,10 +99,12 @@ export class SearchClient {
    * @param {Omit<RequestsByType[T], "type" | "id">} body
    * @returns {Promise<RepliesByType[T]>}
    */
-  async request(type, body) {
-    await this.keyword.promise;
+  request(type, body) {
+    // Posted at once, keyword search up or not: the worker answers it once it can, and so knows that a
+    // visitor is waiting for results (the dense side's files wait for the keyword results; worker.js).
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
+      if (this.state.error) return reject(new Error(this.state.error));
       this.pending.set(id, { resolve, reject });
       this.post(/** @type {WorkerRequest} */ (/** @type {unknown} */ ({ ...body, type, id })));
     });
@@ -157,6 +159,8 @@ export class SearchClient {
       state.loading = null;
       this.keyword.reject(new Error(state.error));
       this.semantic.reject(new Error(state.error));
+      for (const { reject } of this.pending.values()) reject(new Error(state.error));
+      this.pending.clear();
     } else if (data.type === "result") {
       this.settle(data);
     }

@@ -45,6 +45,9 @@ const timeline = {};
 /** @type {"snapshot" | "boot" | null} */
 let pythonStart = null;
 const keyword = Promise.withResolvers();
+let keywordUp = false;
+/** @type {Promise<unknown>[]} the searches asked before keyword search was up, until they are answered */
+const earlySearches = [];
 
 /** @param {FromSearchWorker} message */
 function post(message) {
@@ -117,8 +120,10 @@ function readSync(path) {
 // of this thread) while the keyword files come (the paper table, the chunk table, the postings directory
 // and the forward index), and the encoder's worker fetches ONNX Runtime and the encoder beside them (its
 // session waits until keyword search is up); once the keyword files are in, the dense directory, the
-// papers' vectors and the tokenizer's files. The rest of the index is read by range as queries need it
-// (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's, as before, held its boot
+// papers' vectors and the tokenizer's files, but only after the keyword results of the searches asked
+// before keyword search was up (a link with a query, a visitor who typed while it loaded): those files
+// would hold four of the browser's six connections to the host while the search's ranges queue. The rest
+// of the index is read by range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's, as before, held its boot
 // back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s, the first semantic
 // one no later.
 async function start() {
@@ -156,8 +161,11 @@ async function start() {
   const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched, forwardIndex]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
   pythonFetched.then(() => encoder.post({ type: "go" }), () => {});
-  const semantic = Promise.all([manifest, Promise.race([keywordFetched, keyword.promise])]).then(([{ files }]) =>
-    startSemantic(files),
+  const semantic = Promise.all([manifest, Promise.race([keywordFetched, keyword.promise])]).then(
+    async ([{ files }]) => {
+      if (earlySearches.length) await keyword.promise.then(() => Promise.allSettled(earlySearches));
+      return startSemantic(files);
+    },
   );
   semantic.catch(() => {}); // reported once keyword search is up (below)
   const python_ = startPython({ snapshot, pyodideRoot, wheel: config.wheel, countWheel: counter("runtime"), mark });
@@ -170,6 +178,7 @@ async function start() {
   site = core.open_site(readSync, (await manifest).text, reads.readRange, reads.announce);
   mark("keyword_ready");
   encoder.post({ type: "session" }); // not before: Python's boot would share its core
+  keywordUp = true;
   keyword.resolve();
   post({ type: "ready", which: "keyword" });
   if (!semanticReady) setStage("Loading the semantic model and vectors");
@@ -311,7 +320,9 @@ async function init(message) {
 /** @param {import("./protocol.js").WorkerRequest} request */
 async function answer(request) {
   try {
-    const reply = await REQUESTS[request.type](request);
+    const replied = REQUESTS[request.type](request);
+    if (request.type === "search" && !keywordUp) earlySearches.push(replied.catch(() => {}));
+    const reply = await replied;
     if ("error" in reply) post({ type: "result", id: request.id, error: reply.error });
     else post({ type: "result", id: request.id, reply });
   } catch (error) {
