@@ -1,11 +1,14 @@
 """The rendered pages and the copied runtime: escaping, base_url links, manifest entries, the local server."""
 
+import ast
 import gzip
 import hashlib
 import json
+import re
 import shutil
 import urllib.error
 import urllib.request
+import zipfile
 from dataclasses import replace
 from email.message import Message
 from html.parser import HTMLParser
@@ -18,6 +21,7 @@ from builder.commands.serve import serve_in_thread
 from builder.models import Settings
 from builder.report import BuildReport
 from builder.site.manifest import read_manifest
+from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR
 from builder.site.store import GZIP_MIN_SAVING
 from builder.stages.render import render_site
 from readingroom_core.ranges import folder_reader
@@ -154,6 +158,30 @@ def test_runtime_files_are_in_the_manifest(hostile_site):
         assert runtime[role] in artifacts, role
     for name in ("pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"):
         assert runtime["pyodide"] + name in artifacts
+
+
+def test_the_standard_library_shipped_is_what_python_imports_in_a_folder_named_by_its_contents(hostile_site):
+    folder = read_manifest(hostile_site).runtime.files["pyodide"]
+    assert re.fullmatch(r"runtime/pyodide-[0-9.]+-[0-9a-f]{12}/", folder)  # served as immutable
+    shipped = zipfile.ZipFile(hostile_site / folder / "python_stdlib.zip").namelist()
+    full = zipfile.ZipFile(PYODIDE_PACKAGE / "python_stdlib.zip").namelist()
+    # what the core imports, what Pyodide's boot imports, and common codecs
+    assert {"json/decoder.py", "dataclasses.py", "asyncio/tasks.py", "encodings/latin_1.py"} <= set(shipped)
+    assert not {"unittest/__init__.py", "xml/__init__.py", "encodings/cp1250.py", "statistics.py"} & set(
+        shipped
+    )
+    assert len(shipped) < len(full) / 2
+
+
+def test_the_core_imports_nothing_lazily():
+    """The shipped standard library holds what importing the core reads: an import inside a function
+    would find its module missing in the browser."""
+    for path in sorted((WASM_DIR / "readingroom_core").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        at_top = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                assert id(node) in at_top, f"{path.name}:{node.lineno} imports inside a block"
 
 
 def test_large_files_are_stored_only_gzipped_and_the_page_is_told_of_them(hostile_site):

@@ -34,16 +34,16 @@ SNAPSHOT_SCRIPT = WASM_DIR / "node" / "python_snapshot.mjs"
 SNAPSHOT_TIMEOUT_S = 300
 RUNTIME_SOURCES = WASM_DIR / "runtime"
 ORT_PACKAGE = WASM_DIR / "node_modules" / "onnxruntime-web"
-PYODIDE_FILES = (
-    "pyodide.mjs",
-    "pyodide.asm.mjs",
-    "pyodide.asm.wasm",
-    "python_stdlib.zip",
-    "pyodide-lock.json",
-)
-# Pyodide fetches these itself; the worker's fetch wrapper hands it their `.gz` unpacked (they are stored
-# gzipped where that pays). The .mjs files are imported, and an import cannot be decompressed by the page.
-PYODIDE_FETCHED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+STDLIB = "python_stdlib.zip"
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", STDLIB, "pyodide-lock.json")
+# Codecs kept beside those the boot imports: Python decodes UTF-8, ASCII and Latin-1 without a lookup, and
+# these are what a page or a file names most often.
+KEPT_CODECS = ("ascii", "latin_1", "utf_8_sig", "utf_16", "utf_32", "cp1252", "idna", "punycode")
+# Stored gzipped where that pays: Pyodide fetches the first three itself, and the worker's fetch wrapper
+# hands it their `.gz` unpacked; the worker unpacks the interpreter's glue (1.25 MB, 0.26 MB gzipped, which
+# hosts that send files as stored would send whole) and imports it from memory (python_start.js). Only
+# pyodide.mjs, a few KB, is imported from the host.
+PYODIDE_FETCHED = ("pyodide.asm.wasm", STDLIB, "pyodide-lock.json", "pyodide.asm.mjs")
 # ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
 ORT_FILES = {
     "ort": "ort.wasm.min.mjs",
@@ -129,27 +129,55 @@ def build_core_wheel(out_dir: Path) -> Path:
     return wheels[0]
 
 
-def python_snapshot(wheel: bytes) -> bytes:
-    """Pyodide's memory after booting and importing the core from `wheel` (the bytes the site ships), made
-    by Node (wasm/node/python_snapshot.mjs): a visitor's search worker restores it instead of booting Python.
-    The same wheel gives the same snapshot (the wheel's bytes pass through Python's memory)."""
+def run_snapshot_script(*arguments: str) -> None:
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("node is not installed; the build needs Node.js (as `npm ci --prefix wasm` does)")
-    with tempfile.TemporaryDirectory(prefix="readingroom-snapshot-") as scratch:
-        wheel_path = Path(scratch) / "core.whl"
-        wheel_path.write_bytes(wheel)
-        out = Path(scratch) / "python.snapshot"
-        finished = subprocess.run(
-            [node, str(SNAPSHOT_SCRIPT), str(wheel_path), str(out)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=SNAPSHOT_TIMEOUT_S,
+    finished = subprocess.run(
+        [node, str(SNAPSHOT_SCRIPT), *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=SNAPSHOT_TIMEOUT_S,
+    )
+    if finished.returncode != 0:
+        raise RuntimeError(
+            f"{SNAPSHOT_SCRIPT.name} {arguments[0]} failed:\n{finished.stdout}\n{finished.stderr}"
         )
-        if finished.returncode != 0 or not out.exists():
-            raise RuntimeError(f"making the Python snapshot failed:\n{finished.stdout}\n{finished.stderr}")
-        return out.read_bytes()
+
+
+def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:
+    """The standard library the site ships and Pyodide's memory after booting with it and importing the
+    core from `wheel` (the bytes the site ships), both made with Node (wasm/node/python_snapshot.mjs): a
+    visitor's search worker restores the snapshot instead of booting Python. The same wheel gives the same
+    bytes (the wheel's bytes pass through Python's memory)."""
+    with tempfile.TemporaryDirectory(prefix="readingroom-snapshot-") as scratch:
+        wheel_path, imports, stdlib_path, snapshot = (
+            Path(scratch) / name for name in ("core.whl", "imports.json", "stdlib.zip", "python.snapshot")
+        )
+        wheel_path.write_bytes(wheel)
+        run_snapshot_script("imports", str(wheel_path), str(imports))
+        stdlib = trimmed_stdlib((PYODIDE_PACKAGE / STDLIB).read_bytes(), json.loads(imports.read_text()))
+        stdlib_path.write_bytes(stdlib)
+        run_snapshot_script("snapshot", str(wheel_path), str(stdlib_path), str(snapshot))
+        return stdlib, snapshot.read_bytes()
+
+
+def trimmed_stdlib(full: bytes, imported: list[str]) -> bytes:
+    """Pyodide's standard library (a zip) cut to what Python's boot and the core's import read (`imported`,
+    paths in the zip), kept whole for each package they import from but `encodings` (of which a few common
+    codecs are kept): 2.55 -> 1.06 MB as stored. Nothing else imports from it later: the core imports nothing
+    lazily, and a visitor runs no other Python."""
+    packages = {path.split("/")[0] for path in imported if "/" in path} - {"encodings"}
+    codecs = {f"encodings/{name}.py" for name in KEPT_CODECS}
+    keep = set(imported) | codecs
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(full)) as source, zipfile.ZipFile(buffer, "w") as target:
+        for info in source.infolist():
+            top = info.filename.split("/")[0]
+            if info.filename in keep or top in packages or info.filename == "encodings/":
+                target.writestr(info, source.read(info))
+    return buffer.getvalue()
 
 
 def package_version(package_dir: Path) -> str:
@@ -182,7 +210,8 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
         stem = wheel.name.removesuffix(".whl")
         wheel_bytes = reproducible_zip(wheel)
         add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
-        snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", python_snapshot(wheel_bytes))
+        stdlib, snapshot_bytes = python_runtime(wheel_bytes)
+        snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", snapshot_bytes)
         add("python_snapshot", snapshot)
         artifacts.extend(stored_gzipped(out_dir, snapshot)[1:])
     engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
@@ -194,10 +223,11 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     runtime["corpus_js"], runtime["paper_js"] = f"{page_folder}/corpus.js", f"{page_folder}/paper.js"
     artifacts.extend(page_artifacts)
     version = package_version(PYODIDE_PACKAGE)
-    folder = f"runtime/pyodide-{version}"
-    for name in PYODIDE_FILES:
-        artifact = write_plain(out_dir, f"{folder}/{name}", (PYODIDE_PACKAGE / name).read_bytes())
-        artifacts.extend(stored_gzipped(out_dir, artifact) if name in PYODIDE_FETCHED else [artifact])
+    pyodide = {name: (PYODIDE_PACKAGE / name).read_bytes() for name in PYODIDE_FILES} | {STDLIB: stdlib}
+    folder, pyodide_artifacts = write_module_folder(out_dir, f"pyodide-{version}", pyodide)
+    for artifact in pyodide_artifacts:
+        fetched = artifact.path.rsplit("/", 1)[1] in PYODIDE_FETCHED
+        artifacts.extend(stored_gzipped(out_dir, artifact) if fetched else [artifact])
     runtime["pyodide"] = folder + "/"
     versions = {
         "pyodide": version,

@@ -1,11 +1,17 @@
 // Makes the memory snapshot of Pyodide's interpreter, the core wheel installed and its browser boundary
 // imported, that the site's search worker restores instead of booting Python (python_start.js
 // startPython): restoring takes a fraction of a boot's time. Run by the build
-// (builder/stages/runtime.py python_snapshot); Node resolves Pyodide from wasm/node_modules, the same
+// (builder/site/runtime.py python_snapshot); Node resolves Pyodide from wasm/node_modules, the same
 // package the site copies, so the snapshot matches the site's pyodide.asm.wasm (Pyodide refuses one from
 // another build when it restores).
 //
-//   node wasm/node/python_snapshot.mjs <core wheel> <snapshot out>
+//   node wasm/node/python_snapshot.mjs imports <core wheel> <list out>
+//   node wasm/node/python_snapshot.mjs snapshot <core wheel> <stdlib zip> <snapshot out>
+//
+// `imports` boots as a visitor's worker does (Pyodide's whole standard library), installs the wheel and
+// imports the boundary, and lists the standard library's files that were imported: the build ships a
+// standard library of those (runtime.py trimmed_stdlib), and `snapshot` is made with that very zip, since
+// the interpreter's memory holds the directory of the zip it imported from.
 //
 // The same inputs give the same bytes, so a rebuild keeps the snapshot's hashed name: Python runs under
 // a clock that only ticks when read and a seeded source of randomness (the hash secret and `random`'s
@@ -31,15 +37,30 @@ function determinism() {
   Date.now = () => EPOCH_MS + ticks;
 }
 
-const [wheelPath, outPath] = process.argv.slice(2);
-if (!wheelPath || !outPath) {
-  console.error("usage: node python_snapshot.mjs <core wheel> <snapshot out>");
+// Where each imported module came from, inside the standard library's zip (its path there).
+const IMPORTED_FROM_STDLIB = `
+import json, sys
+zip_root = next(path for path in sys.path if path.endswith(".zip")) + "/"
+json.dumps(sorted({
+    module.__file__[len(zip_root):]
+    for module in list(sys.modules.values())
+    if (getattr(module, "__file__", None) or "").startswith(zip_root)
+}))
+`;
+
+const [mode, wheelPath, ...rest] = process.argv.slice(2);
+if (!["imports", "snapshot"].includes(mode) || !wheelPath || rest.length !== (mode === "imports" ? 1 : 2)) {
+  console.error("usage: node python_snapshot.mjs imports <core wheel> <list out>");
+  console.error("       node python_snapshot.mjs snapshot <core wheel> <stdlib zip> <snapshot out>");
   process.exit(2);
 }
 determinism();
 const { loadPyodide } = await import("pyodide");
-const pyodide = await loadPyodide({ _makeSnapshot: true });
+const pyodide = await loadPyodide(
+  mode === "imports" ? {} : { _makeSnapshot: true, stdLibURL: rest[0] },
+);
 const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
 pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel", { extractDir: sitePackages });
 pyodide.runPython(`import importlib; importlib.invalidate_caches(); import ${CORE_BOUNDARY}`);
-writeFileSync(outPath, pyodide.makeMemorySnapshot());
+if (mode === "imports") writeFileSync(rest[0], pyodide.runPython(IMPORTED_FROM_STDLIB));
+else writeFileSync(rest[1], pyodide.makeMemorySnapshot());

@@ -51,7 +51,27 @@ export function pythonFiles(pyodideRoot, gzipped, count) {
     return (await downloads.get(url)).clone();
   }
   const fetched = Promise.all([...arrived.values()].map((deferred) => deferred.promise));
-  return { fetchForPython, fetched, forget: () => downloads.clear() };
+  const glue = importUnpacked(pyodideRoot + "pyodide.asm.mjs", gzipped, count);
+  glue.catch(() => {}); // reported by the start that awaits it
+  return { fetchForPython, fetched, glue, forget: () => downloads.clear() };
+}
+
+/**
+ * The default export of an ES module downloaded from its .gz (where the site has one), unpacked and
+ * imported from memory: an import() of the host's URL would take the file as stored.
+ * @param {string} url
+ * @param {Set<string>} gzipped
+ * @param {(n: number) => void} count
+ */
+async function importUnpacked(url, gzipped, count) {
+  const { body } = await download(url, { gzipped: gzipped.has(url), count });
+  const source = await new Response(body).blob();
+  const inMemory = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  try {
+    return (await import(inMemory)).default;
+  } finally {
+    URL.revokeObjectURL(inMemory);
+  }
 }
 
 /**
@@ -77,17 +97,20 @@ export function fetchSnapshot(url, gzipped, count) {
  * The core's browser module, from the snapshot or else from a booted Python, and how Python started.
  * @param {object} options
  * @param {Promise<Uint8Array>} options.snapshot
+ * @param {Promise<Function>} options.glue Pyodide's pyodide.asm.mjs, imported (`pythonFiles`)
  * @param {string} options.pyodideRoot
  * @param {string} options.wheel the core wheel's URL
  * @param {(n: number) => void} options.countWheel
  * @param {(step: string) => void} options.mark
  * @returns {Promise<{core: Core, pythonStart: "snapshot" | "boot"}>}
  */
-export async function startPython({ snapshot, pyodideRoot, wheel, countWheel, mark }) {
+export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWheel, mark }) {
   const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
+  const createPyodideModule = await glue;
   mark("pyodide_imported");
+  const options = { indexURL: pyodideRoot, createPyodideModule };
   try {
-    const pyodide = await loadPyodide({ indexURL: pyodideRoot, _loadSnapshot: snapshot });
+    const pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
     mark("python_started");
     const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
     return { core, pythonStart: "snapshot" };
@@ -95,7 +118,7 @@ export async function startPython({ snapshot, pyodideRoot, wheel, countWheel, ma
     if (error !== SNAPSHOT_TOO_SLOW) console.warn("The Python snapshot did not restore; booting Python instead:", error);
   }
   const wheelBytes = fetchBytes(wheel, { count: countWheel });
-  const pyodide = await loadPyodide({ indexURL: pyodideRoot });
+  const pyodide = await loadPyodide(options);
   mark("python_started");
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(await wheelBytes, "wheel", { extractDir: sitePackages });
@@ -103,7 +126,7 @@ export async function startPython({ snapshot, pyodideRoot, wheel, countWheel, ma
   return { core: pyodide.pyimport(CORE_BOUNDARY), pythonStart: "boot" };
 }
 
-/** Modules come in through import(), which no wrapper sees: their sizes are read from resource timing. */
+/** pyodide.mjs comes in through import(), which no wrapper sees: its size is read from resource timing. */
 export function countModules(prefix, count) {
   for (const entry of performance.getEntriesByType("resource")) {
     const timing = /** @type {PerformanceResourceTiming} */ (entry);

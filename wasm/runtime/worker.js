@@ -168,7 +168,8 @@ async function start() {
     },
   );
   semantic.catch(() => {}); // reported once keyword search is up (below)
-  const python_ = startPython({ snapshot, pyodideRoot, wheel: config.wheel, countWheel: counter("runtime"), mark });
+  const runtime = { snapshot, glue: python.glue, pyodideRoot, wheel: config.wheel, countWheel: counter("runtime") };
+  const python_ = startPython({ ...runtime, mark });
   [{ core, pythonStart }] = await Promise.all([python_, manifest, indexFiles]);
   mark("core_installed");
   countModules(pyodideRoot, counter("pyodide"));
