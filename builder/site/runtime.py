@@ -167,7 +167,7 @@ def trimmed_stdlib(full: bytes, imported: list[str]) -> bytes:
     """Pyodide's standard library (a zip) cut to what Python's boot and the core's import read (`imported`,
     paths in the zip), kept whole for each package they import from but `encodings` (of which a few common
     codecs are kept): 2.55 -> 1.06 MB as stored. Nothing else imports from it later: the core imports nothing
-    lazily, and a visitor runs no other Python."""
+    lazily (tests/test_render.py holds it to that), and a visitor runs no other Python."""
     packages = {path.split("/")[0] for path in imported if "/" in path} - {"encodings"}
     codecs = {f"encodings/{name}.py" for name in KEPT_CODECS}
     keep = set(imported) | codecs

@@ -74,7 +74,7 @@ def chained(centroids: np.ndarray) -> np.ndarray:
 def grouped(unit: np.ndarray) -> np.ndarray:
     """The order of one list's rows: by sub-cluster (about sqrt(rows) of them, chained), then by position.
     A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file: at 10,000
-    papers (28 questions) its row requests fall from a median of 102 to 33 for the same bytes."""
+    papers (28 questions) its row requests fall from a median of 100.5 to 31.5, its row bytes 215 -> 202 KB."""
     if len(unit) < 2:
         return np.arange(len(unit))
     return np.argsort(assign(unit, chained(spherical_kmeans(unit, list_count(len(unit))))), kind="stable")

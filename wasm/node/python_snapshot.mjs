@@ -1,7 +1,7 @@
 // Makes the memory snapshot of Pyodide's interpreter, the core wheel installed and its browser boundary
 // imported, that the site's search worker restores instead of booting Python (python_start.js
 // startPython): restoring takes a fraction of a boot's time. Run by the build
-// (builder/site/runtime.py python_snapshot); Node resolves Pyodide from wasm/node_modules, the same
+// (builder/site/runtime.py python_runtime); Node resolves Pyodide from wasm/node_modules, the same
 // package the site copies, so the snapshot matches the site's pyodide.asm.wasm (Pyodide refuses one from
 // another build when it restores).
 //
