@@ -120,7 +120,7 @@ def main() -> None:
         "cosine_to_fp32": {},
         "dense": {},
     }
-    reference = SentenceTransformer(str(model_dir), device="cpu")
+    reference = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
 
     def fp32(texts: list[str]) -> list[list[float]]:
         return reference.encode(texts, normalize_embeddings=True, batch_size=32).astype(float).tolist()

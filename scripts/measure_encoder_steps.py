@@ -70,7 +70,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     torch.manual_seed(0)
-    model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
+    model = SentenceTransformer(str(bundled_model_dir()), device="cpu", local_files_only=True)
     texts = calibration_texts(args.texts)
     state = model.state_dict()
 

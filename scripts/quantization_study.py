@@ -99,7 +99,7 @@ def embed_cached(texts: list[str]) -> np.ndarray:
 
         from builder.paths import bundled_model_dir
 
-        model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
+        model = SentenceTransformer(str(bundled_model_dir()), device="cpu", local_files_only=True)
         started = time.perf_counter()
         vectors = model.encode(list(missing.values()), batch_size=64, normalize_embeddings=True)
         print(f"embedded {len(missing)} texts in {time.perf_counter() - started:.0f} s")

@@ -121,7 +121,7 @@ def test_quantized_encoder_matches_sentence_transformers(exported, model_dir, mi
     files, export_seconds = exported
     queries = generate_queries(mirror_dir)
     assert len(set(queries)) >= 200
-    reference = SentenceTransformer(str(model_dir), device="cpu").encode(
+    reference = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True).encode(
         queries, normalize_embeddings=True, batch_size=32
     )
     encoder = OnnxQueryEncoder.from_dir(files.onnx.parent)
@@ -326,7 +326,7 @@ def test_quantized_encoder_keeps_the_quality_floor(exported, model_dir):
 
     files, _ = exported
     queries = varied_queries()
-    reference = SentenceTransformer(str(model_dir), device="cpu").encode(
+    reference = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True).encode(
         queries, normalize_embeddings=True, batch_size=32
     )
     shipped = np.array(OnnxQueryEncoder.from_dir(files.onnx.parent).encode(queries))

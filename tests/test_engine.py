@@ -269,7 +269,7 @@ class RecordingReader:
 def encoder(model_dir):
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(model_dir), device="cpu")
+    model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
     return lambda texts: model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
 
 
