@@ -30,6 +30,7 @@ from readingroom_core.termindex import (
     TermLayout,
     page_values,
     read_term_directory,
+    read_varints,
     varint,
 )
 
@@ -257,6 +258,19 @@ def test_a_page_is_stored_deflated_and_one_that_will_not_unpack_is_damaged_data(
         DamagedData, match=r"^w0's first page could not be unpacked; the site's data is damaged"
     ):
         page_values(stored[: len(stored) // 2], "w0's first page")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[0, 1, 127, 5, 300, 2, 2**35, 9, *range(200)], [300 + i * 1000 for i in range(50)], [128], []],
+    ids=["mostly one byte", "mostly longer", "one longer", "none"],
+)
+def test_varints_read_back_as_written_whether_few_or_many_take_more_than_a_byte(values):
+    data = b"".join(varint(value) for value in values)
+    assert read_varints(data) == values
+    if data:
+        with pytest.raises(ValueError, match="ends inside a number"):
+            read_varints(data + varint(300)[:1])
 
 
 def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLINE_PAGES) -> TermIndex:
