@@ -160,8 +160,8 @@ def test_a_query_typed_while_loading_runs_as_soon_as_search_is_ready(served, vis
 
 
 def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served, visit):
-    """Python's files, then the keyword index with the encoder beside it (while Python boots), then the
-    dense side's files: on a slow line each wave has the bandwidth to itself."""
+    """Python's files, then the keyword index (while Python boots) with the encoder right behind it, then
+    the dense side's files: on a slow line each wave has the bandwidth to itself."""
     site, url = served
     view = visit(SLOW_LINE)
     base = urlsplit(url).path
@@ -189,6 +189,31 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
     assert all(when(path)[0] >= python_in for path in keyword + encoder)
     keyword_in = max(when(path)[1] for path in keyword)
     assert all(when(path)[0] >= keyword_in for path in dense)
+    assert view.errors == []
+
+
+ESTIMATE_KEYWORD_FILES = """async (engine) => {
+  const { Checksums, Progress } = await import(engine + "download.js");
+  const progress = new Progress(() => {});
+  progress.count("pyodide", 1000000);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  progress.count("runtime", 1000000);
+  const artifacts = [["a", 10], ["a.gz", 3], ["b", 7]].map(([path, bytes]) => ({ path, bytes, sha256: "" }));
+  return { ms: progress.msFor(4000000), wire: new Checksums({ artifacts }).wireBytes(["a", "b", "c"]) };
+}"""
+
+
+def test_the_encoder_waits_as_long_as_the_keyword_files_take_at_the_rate_bytes_have_come(served, visit):
+    """worker.js tells the encoder's worker, once Python's files are in, to start its download when the
+    keyword files should be in: their bytes over the line (the .gz copies where listed) at the rate the
+    bytes so far came. Python's boot holds the search worker as they come, so it cannot say when they are."""
+    site, url = served
+    view = visit()
+    view.page.goto(url)
+    engine = runtime_file(site, "worker").removesuffix("worker.js")
+    estimate = view.page.evaluate(ESTIMATE_KEYWORD_FILES, urlsplit(url).path + engine)
+    assert estimate["wire"] == 3 + 7  # a's .gz copy, b as stored, c unlisted
+    assert 2 * 300 <= estimate["ms"] <= 2 * 450  # 4 MB at 2 MB in 300 ms (and the timer's lateness)
     assert view.errors == []
 
 

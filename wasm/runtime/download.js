@@ -19,12 +19,20 @@ export class Progress {
     this.kinds = {};
     this.counting = true;
     this.last = 0;
+    this.firstByteAt = 0;
   }
 
   count(kind, n) {
     if (!this.counting) return;
+    this.firstByteAt ||= performance.now();
     this.kinds[kind] = (this.kinds[kind] || 0) + n;
     this.report();
+  }
+
+  /** How long `bytes` more should take, at the rate bytes have come since the first (0 before any). */
+  msFor(bytes) {
+    const total = Object.values(this.kinds).reduce((sum, n) => sum + n, 0);
+    return total ? (bytes * (performance.now() - this.firstByteAt)) / total : 0;
   }
 
   report(force = false) {
@@ -114,6 +122,7 @@ function hex(buffer) {
 export class Checksums {
   constructor(manifest) {
     this.expected = new Map((manifest.artifacts || []).map((artifact) => [artifact.path, artifact.sha256]));
+    this.sizes = new Map((manifest.artifacts || []).map((artifact) => [artifact.path, artifact.bytes]));
     this.ms = 0; // time spent checking, reported to the page
   }
 
@@ -130,6 +139,11 @@ export class Checksums {
     this.check(path, hex(await crypto.subtle.digest("SHA-256", bytes)));
     this.ms += performance.now() - started;
     return bytes;
+  }
+
+  /** The bytes `fetch` brings over the line for these paths (their .gz copies where listed). */
+  wireBytes(paths) {
+    return paths.reduce((sum, path) => sum + (this.sizes.get(path + GZIP) ?? this.sizes.get(path) ?? 0), 0);
   }
 
   /** A data file under `base`, from its .gz copy where the manifest lists one, checked before use. */

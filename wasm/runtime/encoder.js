@@ -1,6 +1,7 @@
 // The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
-// downloading (and gunzipping and checking) when the search worker says Python's own files are in ("go"),
-// so that on a slow line they never share the bandwidth (worker.js orders the downloads), and creates
+// downloading (and gunzipping and checking) when the search worker says the keyword files are in, or
+// should be by now ("go"), so that on a slow line they never share the bandwidth (worker.js orders the
+// downloads), and creates
 // the session when keyword search is up ("session"): on a machine whose cores are busy, creating it while
 // Python boots delays keyword search by seconds; after it, the session is created while the search
 // worker reads the vectors.
@@ -19,7 +20,8 @@ let port;
 let ortModule; // imported as soon as the worker has its config
 let ort;
 let session;
-let started = null; // the start-up, begun at the first "go"
+let started = null; // the start-up, begun when the first "go" says
+let goTimer; // a "go" that waits
 let allowSession;
 const sessionAllowed = new Promise((resolve) => (allowSession = resolve)); // at "session"
 
@@ -89,19 +91,26 @@ function reply(message, transfer = []) {
   port.postMessage(message, transfer);
 }
 
+async function begin() {
+  if (started) return;
+  started = start();
+  try {
+    reply({ type: "started", checksums_ms: await started });
+  } catch (error) {
+    console.error("The query encoder could not start:", error);
+    progress.stop();
+    reply({ type: "failed", error: message(error) });
+  }
+}
+
 /** @param {MessageEvent<ToEncoder>} event */
 async function fromSearchWorker({ data }) {
   if (data.type === "session") {
     allowSession();
   } else if (data.type === "go" && !started) {
-    started = start();
-    try {
-      reply({ type: "started", checksums_ms: await started });
-    } catch (error) {
-      console.error("The query encoder could not start:", error);
-      progress.stop();
-      reply({ type: "failed", error: message(error) });
-    }
+    clearTimeout(goTimer);
+    if (data.after_ms > 0) goTimer = setTimeout(begin, data.after_ms);
+    else await begin();
   } else if (data.type === "embed") {
     try {
       const vector = await embed(data.ids);

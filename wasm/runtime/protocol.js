@@ -154,7 +154,7 @@
 
 /**
  * @typedef {{type: "progress", source: "encoder", kinds: ByteCounts, timeline: Timeline}} EncoderProgressMessage
- * @typedef {{type: "go"}} EncoderGoMessage Python has its files: start downloading
+ * @typedef {{type: "go", after_ms: number}} EncoderGoMessage start downloading in `after_ms` (0: now)
  * @typedef {{type: "session"}} EncoderSessionMessage keyword search is up: create the session
  * @typedef {{type: "embed", id: number, ids: Int32Array}} EmbedMessage the query's WordPiece ids
  * @typedef {EncoderGoMessage | EncoderSessionMessage | EmbedMessage} ToEncoder

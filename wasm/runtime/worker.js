@@ -115,17 +115,17 @@ function readSync(path) {
   return bytes;
 }
 
-// Downloads come in three waves, each chosen so that a slow line (20 Mbit/s) brings keyword search up
-// soonest: first Python's own files and the manifest; once Python's files are in, Python boots (seconds
-// of this thread) while the keyword files come (the paper table, the chunk table, the postings directory
-// and the forward index), and the encoder's worker fetches ONNX Runtime and the encoder beside them (its
-// session waits until keyword search is up); once the keyword files are in, the dense directory, the
-// papers' vectors and the tokenizer's files, but only after the keyword results of the searches asked
-// before keyword search was up (a link with a query, a visitor who typed while it loaded): those files
-// would hold four of the browser's six connections to the host while the search's ranges queue. The rest
-// of the index is read by range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's, as before, held its boot
-// back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s, the first semantic
-// one no later.
+// Downloads come in waves, each chosen so that a slow line (20 Mbit/s) brings keyword search up soonest:
+// first Python's own files and the manifest; once Python's files are in, Python boots (seconds of this
+// thread) while the keyword files come (the paper table, the chunk table, the postings directory and the
+// forward index); then the encoder's worker fetches ONNX Runtime and the encoder (its session waits until
+// keyword search is up); once the keyword files are in, the dense directory, the papers' vectors and the
+// tokenizer's files, but only after the keyword results of the searches asked before keyword search was
+// up (a link with a query, a visitor who typed while it loaded): those files would hold four of the
+// browser's six connections to the host while the search's ranges queue. The rest of the index is read by
+// range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's,
+// as before, held its boot back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s,
+// the first semantic one no later.
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -160,7 +160,7 @@ async function start() {
   const snapshotFetched = snapshot.catch(() => {}); // failed or cancelled: Python boots instead
   const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched, forwardIndex]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
-  pythonFetched.then(() => encoder.post({ type: "go" }), () => {});
+  startEncoderAfter(pythonFetched, Promise.all([indexFiles, forwardIndex]));
   const semantic = Promise.all([manifest, Promise.race([keywordFetched, keyword.promise])]).then(
     async ([{ files }]) => {
       if (earlySearches.length) await keyword.promise.then(() => Promise.allSettled(earlySearches));
@@ -184,6 +184,21 @@ async function start() {
   post({ type: "ready", which: "keyword" });
   if (!semanticReady) setStage("Loading the semantic model and vectors");
   return { semantic }; // wrapped: an async function returning a promise would wait for it
+}
+
+// The encoder's 18 MB wait for the keyword files (10,000 papers: 3.3 MB), which, shared with them, came
+// 1.4 s later on a 20 Mbit/s line. Python's boot holds this thread as they come, so word that they are in
+// reaches the encoder's worker up to a second late, the line idle meanwhile: it is also told, once Python's
+// files are in, how long the keyword files should take at the rate Python's came, and starts at whichever
+// comes first.
+function startEncoderAfter(pythonFetched, keywordFetched) {
+  pythonFetched.then((files) => {
+    const keywordFiles = [files.paper_table, files.chunks, files.postings, files.forward_index];
+    const after_ms = progress.msFor(checksums.wireBytes(keywordFiles.filter(Boolean)));
+    encoder.post({ type: "go", after_ms });
+  }, () => {});
+  const now = () => encoder.post({ type: "go", after_ms: 0 });
+  keywordFetched.then(now, now);
 }
 
 async function startSemantic(files) {
