@@ -15,6 +15,11 @@ import { Checksums, Progress, fetchBytes, loadManifest } from "./download.js";
 /** @typedef {import("./protocol.js").EncoderProgressMessage} EncoderProgressMessage */
 
 const timeline = {}; // step -> epoch ms, as worker.js keeps it
+// An ONNX model of one Identity node (float [1] -> float [1], opset 17), as onnx.helper writes it.
+const RUNTIME_STARTER = Uint8Array.from(
+  atob("CAg6NwoQCgF4EgF5IghJZGVudGl0eRIBdFoPCgF4EgoKCAgBEgQKAggBYg8KAXkSCgoICAESBAoCCAFCBAoAEBE="),
+  (char) => char.charCodeAt(0),
+);
 let config;
 let port;
 let ortModule; // imported as soon as the worker has its config
@@ -49,19 +54,25 @@ async function start() {
   const { manifest } = await loadManifest(config.manifest);
   const checksums = new Checksums(manifest);
   const count = (n) => progress.count("model", n);
-  const [model, wasm] = await Promise.all([
-    checksums.fetch(config.base, manifest.files.encoder, count),
-    fetchBytes(wasmUrl, { gzipped, count: (n) => progress.count("runtime", n) }),
-  ]);
-  mark("encoder_fetched");
+  const model = checksums.fetch(config.base, manifest.files.encoder, count).then((bytes) => {
+    mark("encoder_fetched");
+    return bytes;
+  });
+  model.catch(() => {}); // awaited below, once ONNX Runtime is up
+  const wasm = await fetchBytes(wasmUrl, { gzipped, count: (n) => progress.count("runtime", n) });
   await sessionAllowed;
   ort = await ortModule;
   ort.env.wasm.wasmPaths = config.ort_wasm;
   ort.env.wasm.wasmBinary = wasm; // so ORT fetches nothing: the (gunzipped) bytes are here
   ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
+  // ONNX Runtime starts its wasm with the first session; a session of a one-node model starts it now,
+  // while the encoder (four times the wasm's bytes) is still coming.
+  await ort.InferenceSession.create(RUNTIME_STARTER, { executionProviders: ["wasm"] });
+  mark("ort_started");
+  const encoderBytes = await model;
   // Dequantise the int8 weights once at load, as the CLI does (builder/stages/encoder.py DEQUANTIZE_AT_LOAD):
   // otherwise every run dequantises all of them again, about 3x slower.
-  session = await ort.InferenceSession.create(model, {
+  session = await ort.InferenceSession.create(encoderBytes, {
     executionProviders: ["wasm"],
     extra: { session: { disable_quant_qdq: "1" } },
   });
