@@ -12,7 +12,7 @@ from readingroom_core.engine import SearchOptions
 from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Fused, with_paper_prior
 from readingroom_core.papertable import paper_vectors_bytes, read_paper_vectors
-from readingroom_core.paperview import PaperView
+from readingroom_core.paperview import PaperView, most_similar_first
 from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import PaperRecord, PaperVector, read_papers
 
@@ -98,6 +98,12 @@ def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
         (0, similarities[0]),
     ]
     assert view.with_openings(dense, similarities, 0, None) == dense
+
+
+@pytest.mark.parametrize("first", range(8))
+def test_papers_comemost_similar_first_ties_by_index_however_far_the_caller_reads(first):
+    similarities = {0: 0.5, 1: 0.9, 2: 0.5, 3: 0.9, 4: 0.1, 5: 0.5}
+    assert list(most_similar_first(similarities, first)) == [1, 3, 0, 2, 5, 4]
 
 
 def test_no_paper_view_where_a_paper_has_no_vector():

@@ -8,8 +8,9 @@ lets the opening passage of the closest papers join the dense candidates (`with_
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from readingroom_core.filters import Allowed
 from readingroom_core.fusion import Ranking
@@ -56,9 +57,8 @@ class PaperView:
         if not openings or not similarities:
             return dense
         scores = dict(dense)
-        papers = sorted(similarities, key=lambda index: (-similarities[index], index))
         added = 0
-        for index in papers:
+        for index in most_similar_first(similarities, openings):
             if added == openings:
                 break
             doc_id = self._papers[index].first_chunk
@@ -67,3 +67,19 @@ class PaperView:
             scores[doc_id] = max(scores.get(doc_id, -1.0), similarities[index])
             added += 1
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def most_similar_first(similarities: dict[int, float], first: int) -> Iterator[int]:
+    """Paper indexes by similarity, ties by index: the `first` best ordered on their own, the rest only if
+    the caller reads on (filters ruled papers out). Ordering every paper took 4 of a warm query's 35 ms
+    at 10,000 papers in CPython."""
+    head = list(similarities)
+    if 0 < first < len(head):
+        threshold = heapq.nlargest(first, similarities.values())[-1]
+        head = [index for index, similarity in similarities.items() if similarity >= threshold]
+    ordered = sorted(head, key=lambda index: (-similarities[index], index))
+    yield from ordered
+    if len(ordered) < len(similarities):
+        chosen = set(ordered)
+        rest = (index for index in similarities if index not in chosen)
+        yield from sorted(rest, key=lambda index: (-similarities[index], index))
