@@ -101,7 +101,7 @@ def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
 
 
 @pytest.mark.parametrize("first", range(8))
-def test_papers_comemost_similar_first_ties_by_index_however_far_the_caller_reads(first):
+def test_papers_come_most_similar_first_ties_by_index_however_far_the_caller_reads(first):
     similarities = {0: 0.5, 1: 0.9, 2: 0.5, 3: 0.9, 4: 0.1, 5: 0.5}
     assert list(most_similar_first(similarities, first)) == [1, 3, 0, 2, 5, 4]
 

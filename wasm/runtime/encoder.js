@@ -1,10 +1,9 @@
 // The query encoder's thread: ONNX Runtime Web and the encoder session, apart from Python. It starts
 // downloading (and gunzipping and checking) when the search worker says the keyword files are in, or
 // should be by now ("go"), so that on a slow line they never share the bandwidth (worker.js orders the
-// downloads), and creates
-// the session when keyword search is up ("session"): on a machine whose cores are busy, creating it while
-// Python boots delays keyword search by seconds; after it, the session is created while the search
-// worker reads the vectors.
+// downloads), and creates the session when keyword search is up ("session"): on a machine whose cores
+// are busy, creating it while Python boots delays keyword search by seconds; after it, the session is
+// created while the search worker reads the vectors.
 // Its messages (from the page: init; with the search worker: go, session, embed, started, failed,
 // vector) are typed in protocol.js.
 
