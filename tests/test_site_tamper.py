@@ -208,6 +208,19 @@ def test_a_damaged_dense_file_read_by_range_turns_the_search_keyword_only(visit_
     assert_no_traceback(results, status["semantic_error"])
 
 
+def test_damaged_paper_vectors_turn_semantic_search_off_in_one_line(visit_tampered):
+    """The papers' vectors come once the encoder's bytes are in, as semantic search comes up or during
+    the first hybrid query: either way that query and later ones are keyword-only, said in one line."""
+    view = visit_tampered(lambda site: rewrite(site, "paper_vectors", flip_middle_byte, False))
+    view.settled()
+    results = view.search(QUERY)
+    assert "(keyword search)" in results and view.page.query_selector_all("#results .hit")
+    status = view.page.evaluate("readingRoom.status()")
+    assert not status["semantic"] and "does not match its checksum" in status["semantic_error"]
+    assert "\n" not in status["semantic_error"]
+    assert_no_traceback(results, status["semantic_error"])
+
+
 def test_damaged_postings_read_by_range_fail_the_search_in_one_line(visit_tampered):
     view = visit_tampered(lambda site: damage_ranged(site, "postings-pages", reverse_middle))
     view.settled()
