@@ -161,8 +161,7 @@ def test_a_query_typed_while_loading_runs_as_soon_as_search_is_ready(served, vis
 
 def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served, visit):
     """Python's files, then the keyword index (while Python boots) with the encoder right behind it, then
-    the dense side's files, the papers' vectors last of all, once the encoder's bytes are in (a hybrid
-    query reads them in its last step): on a slow line each wave has the bandwidth to itself."""
+    the dense side's files: on a slow line each wave has the bandwidth to itself."""
     site, url = served
     view = visit(SLOW_LINE)
     base = urlsplit(url).path
@@ -176,7 +175,6 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
     view.page.on("requestfinished", finished)
     view.page.goto(url)
     view.page.evaluate("window.readingRoom.semanticReady")
-    assert view.page.evaluate("q => readingRoom.search(q, {k: 5}).then((hits) => hits.length)", QUERY)
     stored = listed(site)
     files = json.loads((site / "manifest.json").read_text())["files"]
 
@@ -187,11 +185,10 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
     python_in = max(when(pyodide + name)[1] for name in ("pyodide.asm.wasm", "python_stdlib.zip"))
     keyword = [files[role] for role in ("paper_table", "chunks", "postings", "forward_index")]
     encoder = [files["encoder"], runtime_file(site, "ort_wasm")]
-    dense = [files[role] for role in ("dense", "vocab")]
+    dense = [files[role] for role in ("dense", "paper_vectors", "vocab")]
     assert all(when(path)[0] >= python_in for path in keyword + encoder)
     keyword_in = max(when(path)[1] for path in keyword)
     assert all(when(path)[0] >= keyword_in for path in dense)
-    assert when(files["paper_vectors"])[0] >= when(files["encoder"])[1]
     assert view.errors == []
 
 

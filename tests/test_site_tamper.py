@@ -209,8 +209,8 @@ def test_a_damaged_dense_file_read_by_range_turns_the_search_keyword_only(visit_
 
 
 def test_damaged_paper_vectors_turn_semantic_search_off_in_one_line(visit_tampered):
-    """The papers' vectors come once the encoder's bytes are in, as semantic search comes up or during
-    the first hybrid query: either way that query and later ones are keyword-only, said in one line."""
+    """The papers' vectors come with the dense directory: damaged, semantic search never comes up, and
+    searches stay keyword-only, said in one line."""
     view = visit_tampered(lambda site: rewrite(site, "paper_vectors", flip_middle_byte, False))
     view.settled()
     results = view.search(QUERY)

@@ -2,11 +2,11 @@
 
 The browser (Pyodide) and the CLI/eval (CPython) both run this class, so offline numbers are what
 visitors get. Papers, the chunk table and the postings directory load at construction, so keyword
-results come first; the dense directory loads on first dense use (or `load_vectors()`), the papers'
-vectors on the first hybrid search. Everything else is read by range as queries need it (`ranges`):
-each query term's dictionary block and a bounded prefix of its impact-ordered postings (`termindex`),
-the nearest coarse lists' codes and the int8 rows of the best candidates (`denselists`), and each
-paper's text file when one of its chunks is shown or must be checked for a quoted phrase.
+results come first; the dense directory loads on first dense use (or `load_vectors()`). Everything else
+is read by range as queries need it (`ranges`): each query term's dictionary block and a bounded prefix
+of its impact-ordered postings (`termindex`), the nearest coarse lists' codes and the int8 rows of the
+best candidates (`denselists`), and each paper's text file when one of its chunks is shown or must be
+checked for a quoted phrase.
 
 The engine runs a search from the parts each module owns: the query string (`querysyntax`), which
 chunks filters allow (`filters`), the two retrievers (`bm25`, `hnsw`), the paper view (`paperview`),
@@ -208,8 +208,8 @@ class SearchEngine:
         return self._vectors is not None
 
     def load_vectors(self) -> DenseLists:
-        """Read the dense directory (the centroids); the browser calls this once keyword results show. The
-        papers' vectors load on first use (`_announce_paper_vectors`)."""
+        """Read the dense directory (the centroids) and the papers' vectors; the browser calls this once
+        keyword results show."""
         if self._vectors is None:
             if not self.files.dense:
                 raise ValueError("the site lists no dense index (files.dense); rebuild it")
@@ -221,6 +221,7 @@ class SearchEngine:
                     f"vector index holds {vectors.size} chunks but the chunk table lists {self.n_chunks}; rebuild"
                 )
             self._vectors = vectors
+            self._paper_view.load()
         return self._vectors
 
     def text_file(self, paper_index: int) -> PaperText:
@@ -254,12 +255,6 @@ class SearchEngine:
         paths = [(self.papers[index].text,) for index in unread if index not in self._texts]
         if paths:
             self._announce(paths)
-
-    def _announce_paper_vectors(self) -> None:
-        """Names the papers' vectors before the paper view first reads them: the browser's worker fetches
-        them only once the query encoder's bytes are in, and a step that needs them waits for them."""
-        if self._announce is not None and self.files.paper_vectors and not self._paper_view.loaded:
-            self._announce([(self.files.paper_vectors,)])
 
     def chunk(self, doc_id: int) -> TextChunk:
         """The chunk's text and span, from its paper's text file (fetched once)."""
@@ -337,7 +332,6 @@ class SearchEngine:
             and len(rankings) == 2
             and query_vector is not None
         ):
-            self._announce_paper_vectors()
             paper_scores = self._paper_view.similarities(query_vector)
             rankings["dense"] = self._paper_view.with_openings(
                 rankings["dense"], paper_scores, options.paper_openings, allowed

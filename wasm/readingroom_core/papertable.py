@@ -4,9 +4,9 @@ The papers file (`files.papers`, `sitedata.PaperRecord`) holds everything a pape
 headings, links, note, vector; 3.7 KB a paper, 1.3 MB gzipped for 1,000 papers. The browser needs little
 of it: the paper table (`files.paper_table`) keeps what filters, navigation and result cards read
 (`TABLE_FIELDS`, about a tenth), so keyword search starts without the rest. The paper view of hybrid
-search needs every paper's vector, but only in a hybrid query's last step: `files.paper_vectors` holds
-them as int8 rows, one per paper in table order (the same values as `PaperVector`, 384 bytes instead of 512
-characters), fetched once the query encoder's bytes are in.
+search needs every paper's vector, but only once semantic search is up: `files.paper_vectors` holds them
+as int8 rows, one per paper in table order (the same values as `PaperVector`, 384 bytes instead of 512
+characters), fetched with the dense directory.
 """
 
 from __future__ import annotations

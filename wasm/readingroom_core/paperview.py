@@ -28,13 +28,8 @@ class PaperView:
         self._vectors: PackedRows | None = None
         self._norms: list[float] = []
 
-    @property
-    def loaded(self) -> bool:
-        """Whether the vectors are read (or there are none to read)."""
-        return self._vectors is not None or self._load is None
-
     def load(self) -> None:
-        """Read the vectors now if not yet."""
+        """Read the vectors now if not yet (the browser reads them with the dense directory)."""
         if self._vectors is None and self._load is not None:
             self._vectors = self._load()
             self._norms = [math.sqrt(square) or 1.0 for square in self._vectors.squares]

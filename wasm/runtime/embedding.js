@@ -26,21 +26,10 @@ export class Encoder {
     /** @type {Promise<{checksums_ms: number}>} the encoder's start-up report, or why it failed */
     this.started = new Promise((resolve, reject) => ((started = resolve), (failed = reject)));
     this.started.catch(() => {}); // awaited once the vectors are in
-    /** @type {() => void} */
-    let fetched;
-    /** @type {(error: Error) => void} */
-    let fetchFailed;
-    /** @type {Promise<void>} the encoder's bytes are in (so the line is free), or its start failed */
-    this.fetched = new Promise((resolve, reject) => ((fetched = resolve), (fetchFailed = reject)));
-    this.fetched.catch(() => {}); // what waits on it fails with it
-    this.failStart = (error) => {
-      fetchFailed(error);
-      failed(error);
-    };
+    this.failStart = failed;
     port.onmessage = ({ data }) => {
       const message = /** @type {FromEncoder} */ (data);
-      if (message.type === "fetched") fetched();
-      else if (message.type === "started") started(message); // always after "fetched"
+      if (message.type === "started") started(message);
       else if (message.type === "failed") this.failed(new Error(message.error));
       else if (message.type === "vector") this.settle(message);
     };

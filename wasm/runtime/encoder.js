@@ -4,8 +4,8 @@
 // downloads), and creates the session when keyword search is up ("session"): on a machine whose cores
 // are busy, creating it while Python boots delays keyword search by seconds; after it, the session is
 // created while the search worker reads the vectors.
-// Its messages (from the page: init; with the search worker: go, session, embed, fetched, started,
-// failed, vector) are typed in protocol.js.
+// Its messages (from the page: init; with the search worker: go, session, embed, started, failed,
+// vector) are typed in protocol.js.
 
 import { Checksums, Progress, fetchBytes, loadManifest } from "./download.js";
 
@@ -55,7 +55,6 @@ async function start() {
   const count = (n) => progress.count("model", n);
   const model = checksums.fetch(config.base, manifest.files.encoder, count).then((bytes) => {
     mark("encoder_fetched");
-    reply({ type: "fetched" }); // the search worker's papers' vectors wait for the line
     return bytes;
   });
   model.catch(() => {}); // awaited below, once ONNX Runtime is up

@@ -158,11 +158,10 @@
  * @typedef {{type: "session"}} EncoderSessionMessage keyword search is up: create the session
  * @typedef {{type: "embed", id: number, ids: Int32Array}} EmbedMessage the query's WordPiece ids
  * @typedef {EncoderGoMessage | EncoderSessionMessage | EmbedMessage} ToEncoder
- * @typedef {{type: "fetched"}} EncoderFetchedMessage the encoder's bytes are in: the line is free
  * @typedef {{type: "started", checksums_ms: number}} EncoderStartedMessage
  * @typedef {{type: "failed", error: string}} EncoderFailedToStartMessage
  * @typedef {{type: "vector", id: number, vector: Float32Array} | {type: "vector", id: number, error: string}} VectorMessage
- * @typedef {EncoderFetchedMessage | EncoderStartedMessage | EncoderFailedToStartMessage | VectorMessage} FromEncoder
+ * @typedef {EncoderStartedMessage | EncoderFailedToStartMessage | VectorMessage} FromEncoder
  */
 
 // --- the Python boundary (readingroom_core.browser, through Pyodide) ----------------------------------------

@@ -1,14 +1,13 @@
-// What a step of the search core reads by range, or whole (paper texts, the papers' vectors), fetched in
-// batches.
+// What a step of the search core reads by range, or whole (paper texts), fetched in batches.
 //
 // The core announces each batch before reading it (`announce`): ranges of the index files (a query term's
-// dictionary block and postings, a coarse list's codes, the rows it rescores), the text files of the
-// papers a reply shows, and the papers' vectors (the worker fetches those: `expectWhole`). A batch not
-// fetched yet stops the step, which `run` runs again once the whole batch has come in parallel, so a query
-// costs a few round trips, not one per range. The Range header makes the browser ask for identity
-// encoding, so the bytes are the file's own; a host that ignores Range answers 200 with the whole file,
-// which is kept and sliced from then on. Never a HEAD or a preload of these files under the URL a range
-// uses: an unranged copy may come gzipped and sit in the cache.
+// dictionary block and postings, a coarse list's codes, the rows it rescores) and the text files of the
+// papers a reply shows. A batch not fetched yet stops the step, which `run` runs again once the whole
+// batch has come in parallel, so a query costs a few round trips, not one per range. The Range header
+// makes the browser ask for identity encoding, so the bytes are the file's own; a host that ignores
+// Range answers 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a
+// preload of these files under the URL a range uses: an unranged copy may come gzipped and sit in the
+// cache.
 
 // A step needs a few batches: dictionary, postings, forward groups, texts; then for words the list never
 // uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's 276 questions);
@@ -91,15 +90,6 @@ export class RangedReads {
    * @param {string} path @param {Uint8Array} bytes */
   keepWhole(path, bytes) {
     this.wholeFiles.set(path, bytes);
-  }
-
-  /** A whole file the worker fetches itself (the papers' vectors, which wait for the encoder's bytes): a
-   * step that announces it waits for that fetch, and fails with its error where it failed.
-   * @param {string} path @param {Promise<void>} fetching settles once the file is in `prefetched` */
-  expectWhole(path, fetching) {
-    const settled = fetching.then(() => void this.inFlight.delete(path));
-    settled.catch(() => {}); // a step that reads the file fails with its error; none may
-    this.inFlight.set(path, settled);
   }
 
   /** Starts fetching, in parallel, the text files Site.prepare named (most of which the results will

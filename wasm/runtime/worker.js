@@ -119,13 +119,13 @@ function readSync(path) {
 // first Python's own files and the manifest; once Python's files are in, Python boots (seconds of this
 // thread) while the keyword files come (the paper table, the chunk table, the postings directory and the
 // forward index); then the encoder's worker fetches ONNX Runtime and the encoder (its session waits until
-// keyword search is up); once the keyword files are in, the dense directory and the tokenizer's files, but
-// only after the keyword results of the searches asked before keyword search was up (a link with a query,
-// a visitor who typed while it loaded): those files would hold four of the browser's six connections to
-// the host while the search's ranges queue; once the encoder's bytes are in, the papers' vectors
-// (`fetchPaperVectors`). The rest of the index is read by range as queries need it (ranged_reads.js).
-// 10,000 papers, 20 Mbit/s: the keyword files beside Python's, as before, held its boot back; this order
-// brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s, the first semantic one no later.
+// keyword search is up); once the keyword files are in, the dense directory, the papers' vectors and the
+// tokenizer's files, but only after the keyword results of the searches asked before keyword search was
+// up (a link with a query, a visitor who typed while it loaded): those files would hold four of the
+// browser's six connections to the host while the search's ranges queue. The rest of the index is read by
+// range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's,
+// as before, held its boot back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s,
+// the first semantic one no later.
 async function start() {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
@@ -204,36 +204,21 @@ function startEncoderAfter(pythonFetched, keywordFetched) {
 async function startSemantic(files) {
   const semanticFiles = Promise.all([
     prefetch(files.dense, "vectors"),
+    ...(files.paper_vectors ? [prefetch(files.paper_vectors, "vectors")] : []),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
   ]);
-  if (files.paper_vectors) fetchPaperVectors(files.paper_vectors);
   await Promise.all([semanticFiles, keyword.promise]);
   mark("semantic_data_fetched");
-  site.load_semantic(); // the dense directory and the tokenizer; lists and rows are read by range
+  site.load_semantic(); // the dense directory and the papers' vectors; lists and rows are read by range
   mark("vectors_loaded");
   const { checksums_ms } = await encoder.started;
-  if (semanticError) return; // the papers' vectors failed while the session was created
   semanticReady = true;
   mark("semantic_ready");
   progress.stop();
   setStage("ready");
   const checked = checksums.ms + checksums_ms;
   post({ type: "ready", which: "semantic", checksums_ms: checked });
-}
-
-// The papers' vectors (10,000 papers: 3.6 MB) are read by a hybrid query's last step only, so they wait for
-// the encoder's bytes: beside them they held those back, and after them they come while the session is
-// created, the query embedded and its lists and rows read, on a line otherwise idle then.
-/** @param {string} path */
-function fetchPaperVectors(path) {
-  const fetched = encoder.fetched.then(() =>
-    prefetch(path, "vectors").catch((error) => {
-      semanticFailed(error); // the encoder's own failure is reported by startSemantic
-      throw error;
-    }),
-  );
-  reads.expectWhole(path, fetched);
 }
 
 function semanticFailed(error) {
