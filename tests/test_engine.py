@@ -13,6 +13,7 @@ import pytest
 import readingroom_core
 from builder.site.search_files import plain_name, search_index_files
 from readingroom_core import filters as filters_module
+from readingroom_core.denselists import read_dense_directory
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.querysyntax import QuerySyntaxError
@@ -355,6 +356,35 @@ def test_phrase_restricts_dense_results_too(engine, encoder):
     query = '"in-batch negatives" training'
     hits = engine.search(query, embed(encoder, query), SearchOptions(k=10, mode="dense"))
     assert [hit.doc_id for hit in hits] == [doc_of("Training uses in-batch negatives")]
+
+
+def test_a_phrase_reads_only_the_nearest_lists_where_a_filter_reads_on(site, encoder):
+    """A quoted phrase's chunks hold the query's own words, so the dense side reads the lists it reads for
+    the bare query and ranks what they hold; a filter's chunks may lie anywhere, so it reads on until it
+    has found enough (at 10,000 papers, reading on for a phrase read the whole lists file, 57 MB)."""
+    lists_file = read_dense_directory((site[0] / site[1].dense).read_bytes()).lists_file
+    query = "low-rank adaptation of frozen weights"
+    vector = embed(encoder, query)
+    # Two rows scanned: the nearest list alone; too few of its chunks pass the phrase or the filter.
+    options = SearchOptions(k=5, mode="dense", candidates=5, scan=2, per_paper=0, per_section=0, per_page=0)
+
+    def lists_read(text: str) -> tuple[int, list]:
+        ranges: list[tuple[int, int]] = []
+
+        def read_range(path: str, start: int, end: int) -> bytes:
+            if path == lists_file:
+                ranges.append((start, end))
+            return (site[0] / path).read_bytes()[start:end]
+
+        hits = SearchEngine(site[1], RecordingReader(site[0]), read_range).search(text, vector, options)
+        return sum(end - start for start, end in ranges), hits
+
+    bare, _ = lists_read(query)
+    phrase, phrase_hits = lists_read(f'"low-rank" {query}')
+    filtered, filtered_hits = lists_read(f"{query} id:2303.00505")
+    assert phrase == bare and 0 < len(phrase_hits) < 5
+    assert filtered > bare and len(filtered_hits) == 5
+    assert {hit.arxiv_id for hit in filtered_hits} == {"2303.00505"}
 
 
 @pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])

@@ -219,14 +219,16 @@ class DenseLists:
         scan: int = DEFAULT_SCAN,
         rescore: int = DEFAULT_RESCORE,
         allowed: Callable[[int], bool] | None = None,
+        widen: bool = True,
     ) -> list[tuple[int, float]]:
-        """Nearest `limit` (doc id, cosine) among the allowed; more rows are scanned while too few are allowed."""
+        """Nearest `limit` (doc id, cosine) among the allowed; with `widen`, more rows are scanned while too
+        few are allowed (up to every list: the whole lists file)."""
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
         fine = fine_query(query)
         while True:
             found = self._search(fine, limit, scan, rescore, allowed)
-            if len(found) >= limit or scan <= 0 or scan >= self.size:
+            if len(found) >= limit or not widen or scan <= 0 or scan >= self.size:
                 return found
             scan *= 2
 
