@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,6 @@ import pytest
 
 import readingroom_core
 from builder.site.search_files import plain_name, search_index_files
-from readingroom_core import filters as filters_module
 from readingroom_core.denselists import read_dense_directory
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
@@ -421,22 +421,23 @@ def test_each_filter_selects_its_papers(engine, encoder, query_filter, options_f
     assert {hit.arxiv_id for hit in hits} == papers
 
 
-def test_over_fetching_dense_search_matches_the_exact_scan(site, encoder, monkeypatch):
+def test_a_filtered_dense_search_reads_on_to_the_exhaustive_scans_best(site, encoder):
     query = "a dual encoder for passage retrieval"
     vector = embed(encoder, query)
     options = SearchOptions(k=5, mode="dense", per_paper=0, per_section=0, per_page=0, candidates=5)
     unfiltered = SearchEngine(site[1], RecordingReader(site[0])).search(query, vector, options)
     assert not {hit.arxiv_id for hit in unfiltered} & {"2210.00404", "2303.00505"}  # the filter must bite
-    exact = SearchEngine(site[1], RecordingReader(site[0])).search(
-        f"year:2022..2023 {query}", vector, options
+    filtered = f"year:2022..2023 {query}"
+    # From the nearest list alone (2 rows scanned), doubled until 5 allowed chunks are found.
+    widened = SearchEngine(site[1], RecordingReader(site[0])).search(
+        filtered, vector, replace(options, scan=2)
     )
-    monkeypatch.setattr(filters_module, "EXACT_SCAN_COST_RATIO", 0)
-    fetched = SearchEngine(site[1], RecordingReader(site[0])).search(
-        f"year:2022..2023 {query}", vector, options
+    exhaustive = SearchEngine(site[1], RecordingReader(site[0])).search(
+        filtered, vector, replace(options, scan=0, rescore=0)
     )
-    assert len(exact) == 5 and {hit.arxiv_id for hit in exact} <= {"2210.00404", "2303.00505"}
-    assert [hit.doc_id for hit in fetched] == [hit.doc_id for hit in exact]
-    assert [hit.score for hit in fetched] == pytest.approx([hit.score for hit in exact], abs=1e-12)
+    assert len(exhaustive) == 5 and {hit.arxiv_id for hit in exhaustive} <= {"2210.00404", "2303.00505"}
+    assert [hit.doc_id for hit in widened] == [hit.doc_id for hit in exhaustive]
+    assert [hit.score for hit in widened] == pytest.approx([hit.score for hit in exhaustive], abs=1e-12)
 
 
 def test_modes(engine, encoder):

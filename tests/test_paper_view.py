@@ -91,7 +91,7 @@ def test_the_paper_view_scores_papers_and_adds_the_closest_openings():
         (10, similarities[1]),
         (3, 0.2),
     ]
-    only_first = Allowed(lambda doc_id: doc_id < 10, 10, None)  # the closest papers' openings are not allowed
+    only_first = Allowed(lambda doc_id: doc_id < 10, 10)  # the closest papers' openings are not allowed
     assert view.with_openings(dense, similarities, 1, only_first) == [
         (15, 0.9),
         (3, 0.2),

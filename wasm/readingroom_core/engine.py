@@ -273,7 +273,7 @@ class SearchEngine:
         parsed, query_filters = parse_search(query, self._filter.tags)
         filters = merge_filters(options.filters, query_filters)
         limit = max(options.candidates, options.k)
-        allowed = self._filter.allowed(filters, limit)
+        allowed = self._filter.allowed(filters)
         if not parsed.terms and not parsed.phrases and allowed is not None:
             return Prepared(options, parsed, allowed, limit, browse=self._browse(allowed, options.k))
         named = self._finder.find(embedding_text(query))
@@ -285,7 +285,7 @@ class SearchEngine:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
             phrase_ranking = self._phrase_ranking(parsed, allowed, limit)
             phrase_docs = sorted(doc_id for doc_id, _ in phrase_ranking)
-            allowed = Allowed(set(phrase_docs).__contains__, len(phrase_docs), phrase_docs)
+            allowed = Allowed(set(phrase_docs).__contains__, len(phrase_docs))
             if options.mode != "dense":
                 bm25 = phrase_ranking
         elif options.mode != "dense":

@@ -13,11 +13,6 @@ from functools import cached_property
 from readingroom_core.analysis import bare_id, fold
 from readingroom_core.sitedata import PaperRecord
 
-# A filtered dense query either scores every allowed chunk exactly or over-fetches from the HNSW graph
-# (about limit * chunks / allowed results). One fetched result costs about as much as 5 exact scores in
-# CPython (20k chunks, k 100..1600), so the scan is chosen when allowed**2 <= 5 * limit * chunks.
-EXACT_SCAN_COST_RATIO = 5
-
 
 @dataclass(frozen=True)
 class Filters:
@@ -115,11 +110,10 @@ class PaperKeys:
 
 @dataclass(frozen=True)
 class Allowed:
-    """The chunks a query may return; `docs` lists them when few enough for an exact dense scan."""
+    """The chunks a query may return, and how many there are."""
 
     test: Callable[[int], bool]
     count: int
-    docs: list[int] | None
 
 
 class PaperFilter:
@@ -136,17 +130,12 @@ class PaperFilter:
     def _keys(self) -> list[PaperKeys]:
         return [PaperKeys.of(paper) for paper in self._papers]
 
-    def allowed(self, filters: Filters, limit: int) -> Allowed | None:
-        """The chunks of the papers that pass `filters` (None: all); listed when `limit` results are
-        cheaper to find by scoring each of them than by searching the HNSW graph."""
+    def allowed(self, filters: Filters) -> Allowed | None:
+        """The chunks of the papers that pass `filters` (None: all)."""
         if filters.is_empty():
             return None
         wanted = normalized(filters)
         passing = [keys.passes(wanted) for keys in self._keys]
-        spans = [paper.doc_ids for paper, passes in zip(self._papers, passing, strict=True) if passes]
-        count = sum(len(span) for span in spans)
-        docs = None
-        if count * count <= EXACT_SCAN_COST_RATIO * limit * len(self._paper_of):
-            docs = [doc_id for span in spans for doc_id in span]
+        count = sum(len(paper.doc_ids) for paper, passes in zip(self._papers, passing, strict=True) if passes)
         paper_of = self._paper_of
-        return Allowed(lambda doc_id: passing[paper_of[doc_id]], count, docs)
+        return Allowed(lambda doc_id: passing[paper_of[doc_id]], count)
