@@ -74,8 +74,9 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     dense = dense_files(np.asarray(vectors, dtype=np.float32), quantize(vectors, params.scale))
     lists = add("dense-lists", ".bin", dense.lists)
     rows = add("dense-rows", ".bin", dense.rows)
-    roles["dense"] = add("dense", ".json", _compact(dense.directory(lists, rows).to_json()))
-    ranged = frozenset({terms, pages, forward, forward_index, lists, rows})
+    list_of = add("dense-list-of", ".bin", dense.list_of)
+    roles["dense"] = add("dense", ".json", _compact(dense.directory(lists, rows, list_of).to_json()))
+    ranged = frozenset({terms, pages, forward, forward_index, lists, rows, list_of})
     return IndexFiles(roles, files, ranged, params, postings.k1, postings.b)
 
 

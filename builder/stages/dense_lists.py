@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from readingroom_core.denselists import ROW_SHA_BYTES, DenseDirectory, ListEntry
+from readingroom_core.denselists import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory, ListEntry
 
 # Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, and with
 # 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's 16-byte checksum
@@ -31,12 +31,27 @@ class DenseFiles:
 
     lists: bytes
     rows: bytes
+    list_of: bytes  # each doc id's list number, uint16
     centroids: bytes
     entries: tuple[ListEntry, ...]
     dims: int
 
-    def directory(self, lists_path: str, rows_path: str) -> DenseDirectory:
-        return DenseDirectory(self.dims, BLOCK_ROWS, lists_path, rows_path, self.centroids, self.entries)
+    def directory(self, lists_path: str, rows_path: str, list_of_path: str) -> DenseDirectory:
+        block = 2 * LIST_OF_BLOCK_DOCS
+        list_of_blocks = tuple(
+            hashlib.sha256(self.list_of[at : at + block]).hexdigest()
+            for at in range(0, len(self.list_of), block)
+        )
+        return DenseDirectory(
+            self.dims,
+            BLOCK_ROWS,
+            lists_path,
+            rows_path,
+            self.centroids,
+            self.entries,
+            list_of_path,
+            list_of_blocks,
+        )
 
 
 def list_count(rows: int) -> int:
@@ -92,13 +107,15 @@ def assign(unit: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.nd
 
 
 def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
-    """The lists and rows files for float `vectors` and their int8 `rows` (doc id = position)."""
+    """The lists, rows and list-of files for float `vectors` and their int8 `rows` (doc id = position)."""
     unit = vectors.astype(np.float32)
     unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
     n, dims = rows.shape
     if dims % 8:
         raise ValueError(f"the 1-bit codes need dimensions divisible by 8, got {dims}")
     centroids = chained(spherical_kmeans(unit, list_count(n))) if n else np.zeros((0, dims), dtype=np.float32)
+    if len(centroids) > 1 << 16:
+        raise ValueError(f"{len(centroids)} lists: the list-of file holds list numbers as uint16")
     assigned = assign(unit, centroids) if n else np.zeros(0, dtype=np.int64)
     scale = 127 / max(float(np.abs(centroids).max(initial=0)), 1e-12)
     centroid_rows = np.clip(np.rint(centroids * scale), -127, 127).astype(np.int8)
@@ -122,4 +139,7 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
         )
         lists += region
         slot += size
-    return DenseFiles(bytes(lists), ordered_rows.tobytes(), centroid_rows.tobytes(), tuple(entries), dims)
+    list_of = assigned.astype("<u2").tobytes()
+    return DenseFiles(
+        bytes(lists), ordered_rows.tobytes(), list_of, centroid_rows.tobytes(), tuple(entries), dims
+    )

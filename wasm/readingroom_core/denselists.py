@@ -4,18 +4,22 @@ The build (`builder/stages/dense_lists.py`) clusters the passage vectors (spheri
 sqrt(N) lists) and writes three files:
 
 - the directory (`files.dense`, checked by the manifest, read when semantic search starts): the int8
-  centroids (base64, row-major) and per list its first slot, size, and byte range and sha256 in the
-  lists file:
+  centroids (base64, row-major), per list its first slot, size, and byte range and sha256 in the
+  lists file, and the sha256 of each block of the list-of file:
       {"v": FORMAT_VERSION, "dims", "block_rows": R, "lists_file": path, "rows_file": path,
-       "centroids": base64, "lists": [[first slot, count, start, end, sha256], ...]}
+       "centroids": base64, "lists": [[first slot, count, start, end, sha256], ...],
+       "list_of_file": path, "list_of_blocks": [sha256, ...]}
 - the lists file, per list: little-endian uint32 doc ids, the 1-bit sign code of each row (dims / 8
   bytes, bit i = component i > 0), and the first 16 bytes of the sha256 of each block of R int8 rows;
-- the rows file: the int8 rows (the very rows of the HNSW file) in list order, slot s at s * dims.
+- the rows file: the int8 rows (the very rows of the HNSW file) in list order, slot s at s * dims;
+- the list-of file: each doc id's list number, little-endian uint16, in blocks of LIST_OF_BLOCK_DOCS.
 
 A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their codes by their product with
 the query (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
 cosine the HNSW reader computes (`hnsw.py`: the query held as 15-bit integers). With every list probed
-and every row rescored, the search is exact over the int8 rows.
+and every row rescored, the search is exact over the int8 rows. A filter that allows few chunks (one
+paper: "Search in this paper") reads the lists that hold them, found in the list-of file, instead of
+widening the scan until enough are found, which at 10,000 papers read every list (57 MB).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ DEFAULT_RESCORE = 200
 # chains similar lists side by side).
 ROW_GAP_BYTES = 4096
 LIST_GAP_BYTES = 8192
+# Doc ids per checked block of the list-of file (8 KB): a paper's chunks lie in one block, or two.
+LIST_OF_BLOCK_DOCS = 4096
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,11 @@ class DenseDirectory:
     rows_file: str
     centroids: bytes  # int8, len(lists) x dims
     lists: tuple[ListEntry, ...]
+    list_of_file: str = ""  # none in a site built before it: a filter then widens its scan
+    list_of_blocks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "v": FORMAT_VERSION,
             "dims": self.dims,
             "block_rows": self.block_rows,
@@ -76,6 +84,10 @@ class DenseDirectory:
             "centroids": base64.b64encode(self.centroids).decode("ascii"),
             "lists": [[e.first_slot, e.count, e.start, e.end, e.sha256] for e in self.lists],
         }
+        if self.list_of_file:
+            data["list_of_file"] = self.list_of_file
+            data["list_of_blocks"] = list(self.list_of_blocks)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DenseDirectory:
@@ -83,7 +95,16 @@ class DenseDirectory:
         centroids = base64.b64decode(data["centroids"])
         if len(centroids) != len(lists) * data["dims"]:
             raise ValueError(f"dense directory: {len(centroids)} centroid bytes for {len(lists)} lists")
-        return cls(data["dims"], data["block_rows"], data["lists_file"], data["rows_file"], centroids, lists)
+        return cls(
+            data["dims"],
+            data["block_rows"],
+            data["lists_file"],
+            data["rows_file"],
+            centroids,
+            lists,
+            data.get("list_of_file", ""),
+            tuple(str(sha) for sha in data.get("list_of_blocks", ())),
+        )
 
 
 def read_dense_directory(data: bytes | str, what: str = "dense directory") -> DenseDirectory:
@@ -220,22 +241,57 @@ class DenseLists:
         rescore: int = DEFAULT_RESCORE,
         allowed: Callable[[int], bool] | None = None,
         widen: bool = True,
+        allowed_docs: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
         """Nearest `limit` (doc id, cosine) among the allowed; with `widen`, more rows are scanned while too
-        few are allowed (up to every list: the whole lists file)."""
+        few are allowed (up to every list: the whole lists file), or, where the allowed chunks are listed
+        (`allowed_docs`) and few, the lists that hold them are read instead (`reads_holders`)."""
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
         fine = fine_query(query)
         while True:
-            found = self._search(fine, limit, scan, rescore, allowed)
+            found = self._search(fine, limit, self.nearest_lists(fine, scan), rescore, allowed)
             if len(found) >= limit or not widen or scan <= 0 or scan >= self.size:
                 return found
+            if allowed_docs is not None and self.reads_holders(len(allowed_docs), limit):
+                return self._search(fine, limit, self.lists_holding(allowed_docs), rescore, allowed)
             scan *= 2
 
+    def reads_holders(self, allowed: int, limit: int) -> bool:
+        """Whether reading the lists that hold `allowed` chunks costs less than widening the scan: those
+        are about `allowed` lists (when fewer than the lists), while widening reads about lists * limit /
+        allowed of them before `limit` are found (all of them when fewer are allowed)."""
+        lists = len(self.directory.lists)
+        return bool(self.directory.list_of_file) and allowed * min(allowed, lists) <= lists * limit
+
+    def lists_holding(self, doc_ids: Sequence[int]) -> list[int]:
+        """The numbers of the lists that hold these chunks, from the list-of file's blocks (read by range)."""
+        d = self.directory
+        wanted = sorted({doc_id // LIST_OF_BLOCK_DOCS for doc_id in doc_ids})
+        blocks = []
+        for number in wanted:
+            start = 2 * number * LIST_OF_BLOCK_DOCS
+            end = 2 * min((number + 1) * LIST_OF_BLOCK_DOCS, self.size)
+            blocks.append(Block(d.list_of_file, start, end, d.list_of_blocks[number]))
+        by_block = {}
+        for number, data in zip(wanted, self._reader.read(blocks), strict=True):
+            numbers = array("H")
+            numbers.frombytes(data)
+            if sys.byteorder != "little":
+                numbers.byteswap()
+            by_block[number] = numbers
+        return sorted(
+            {by_block[doc_id // LIST_OF_BLOCK_DOCS][doc_id % LIST_OF_BLOCK_DOCS] for doc_id in doc_ids}
+        )
+
     def _search(
-        self, fine: list[int], limit: int, scan: int, rescore: int, allowed: Callable[[int], bool] | None
+        self,
+        fine: list[int],
+        limit: int,
+        numbers: Sequence[int],
+        rescore: int,
+        allowed: Callable[[int], bool] | None,
     ) -> list[tuple[int, float]]:
-        numbers = self.nearest_lists(fine, scan)
         score = code_scorer(fine)
         ranked = []  # (minus the code's score, doc id, list number, position in the list)
         for number, data in zip(numbers, self._read_lists(numbers), strict=True):

@@ -424,7 +424,13 @@ class SearchEngine:
     ) -> Ranking:
         """Nearest chunks as (doc id, cosine similarity), best first, among the allowed ones."""
         return self.load_vectors().search(
-            query_vector, limit, options.scan, options.rescore, allowed.test if allowed else None, widen
+            query_vector,
+            limit,
+            options.scan,
+            options.rescore,
+            allowed.test if allowed else None,
+            widen,
+            allowed.docs if allowed else None,
         )
 
     def _fuse(self, rankings: dict[str, Ranking], options: SearchOptions) -> list[Fused]:

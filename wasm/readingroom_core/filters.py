@@ -13,6 +13,10 @@ from functools import cached_property
 from readingroom_core.analysis import bare_id, fold
 from readingroom_core.sitedata import PaperRecord
 
+# Allowed chunks are listed up to this many: the dense side reads the lists holding them only for a few
+# hundred at most (`DenseLists.reads_holders`), and listing costs time only where it is used.
+LISTED_CHUNKS = 4096
+
 
 @dataclass(frozen=True)
 class Filters:
@@ -110,10 +114,11 @@ class PaperKeys:
 
 @dataclass(frozen=True)
 class Allowed:
-    """The chunks a query may return, and how many there are."""
+    """The chunks a query may return, how many there are, and their doc ids where few (`LISTED_CHUNKS`)."""
 
     test: Callable[[int], bool]
     count: int
+    docs: list[int] | None = None
 
 
 class PaperFilter:
@@ -136,6 +141,8 @@ class PaperFilter:
             return None
         wanted = normalized(filters)
         passing = [keys.passes(wanted) for keys in self._keys]
-        count = sum(len(paper.doc_ids) for paper, passes in zip(self._papers, passing, strict=True) if passes)
+        spans = [paper.doc_ids for paper, passes in zip(self._papers, passing, strict=True) if passes]
+        count = sum(len(span) for span in spans)
+        docs = [doc_id for span in spans for doc_id in span] if count <= LISTED_CHUNKS else None
         paper_of = self._paper_of
-        return Allowed(lambda doc_id: passing[paper_of[doc_id]], count)
+        return Allowed(lambda doc_id: passing[paper_of[doc_id]], count, docs)
