@@ -54,6 +54,11 @@ from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_dire
 MODES = ("hybrid", "bm25", "dense")
 FUSIONS = ("weighted", "rrf")
 RETRIEVERS = ("bm25", "dense")
+# Candidates a phrase check names in its first batch (their papers' text files; later batches double),
+# and the most it checks: the phrase's matches among the best 256 keyword candidates that hold its words
+# (at 10,000 papers a title's words are in thousands of chunks, and each check may fetch a 21 KB text).
+PHRASE_TEXTS_FIRST = 8
+PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]
 
@@ -398,20 +403,30 @@ class SearchEngine:
 
     def _phrase_ranking(self, query: Query, allowed: Allowed | None, limit: int) -> Ranking:
         """BM25 ranking of chunks holding every quoted phrase: only chunks with all phrase terms are
-        scored, and their text is checked in rank order until `limit` pass, so few text files load."""
+        scored, and their text is checked in rank order until `limit` pass (of the first `PHRASE_CHECKS`),
+        so few text files load. The texts are named in batches that double (`PHRASE_TEXTS_FIRST`, then
+        twice as many): one at a time, a quoted title at 10,000 papers needed more fetch rounds than the
+        browser allows a step."""
         holders: set[int] | None = None
-        for term in dict.fromkeys(term for phrase in query.phrases for term in phrase):
+        terms = list(dict.fromkeys(term for phrase in query.phrases for term in phrase))
+        self._bm25.read_postings(terms)  # all terms in one batch: a round trip each ran out of rounds
+        for term in terms:
             docs = set(self._bm25.doc_ids(term))
             holders = docs if holders is None else holders & docs
         holders = {doc_id for doc_id in holders or () if allowed is None or allowed.test(doc_id)}
         ranked = self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
-        passing = []
-        for doc_id, score in ranked:
-            text = self.chunk(doc_id).text
-            if all(contains_phrase(text, phrase) for phrase in query.phrases):
-                passing.append((doc_id, score))
-                if len(passing) == limit:
-                    break
+        passing: list[tuple[int, float]] = []
+        at, window = 0, PHRASE_TEXTS_FIRST
+        while at < min(len(ranked), PHRASE_CHECKS) and len(passing) < limit:
+            batch = ranked[at : min(at + window, PHRASE_CHECKS)]
+            self._announce_texts(doc_id for doc_id, _ in batch)
+            for doc_id, score in batch:
+                text = self.chunk(doc_id).text
+                if all(contains_phrase(text, phrase) for phrase in query.phrases):
+                    passing.append((doc_id, score))
+                    if len(passing) == limit:
+                        break
+            at, window = at + window, 2 * window
         return passing
 
     def _dense_ranking(
