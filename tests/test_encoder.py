@@ -24,6 +24,7 @@ from builder.stages.encoder import export_query_encoder
 from builder.stages.encoder.quantize import (
     MATRIX_STEPS,
     TOKEN_TABLE_STEP,
+    WordPieceTable,
     int8_per_slice,
     matrix_step,
     quantize_weights,
@@ -151,17 +152,17 @@ def test_config_describes_the_graph(exported):
     ]
     assert not float_weights  # every weight matrix ships quantised
     kinds = {t.name: (t.data_type, tuple(t.dims)) for t in model.graph.initializer}
-    # 6 layers x 6 matrices, the word-piece table and the position and token-type tables, all int8
-    assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 3
-    table = "transformer.embeddings.word_embeddings.weight"
-    assert kinds[f"{table}_int8"] == (onnx.TensorProto.INT8, (30522, 384))
-    assert kinds[f"{table}_scale"] == (onnx.TensorProto.FLOAT, (30522,))
+    # 6 layers x 6 matrices and the position and token-type tables, all int8; the word-piece table is not
+    # in the graph but in its own file, a row of 384 codes and a float32 scale per word piece
+    assert sum(kind == onnx.TensorProto.INT8 for kind, _ in kinds.values()) == 6 * 6 + 2
+    assert not any("word_embeddings" in name for name in kinds)
+    assert files.word_pieces.stat().st_size == 30522 * (384 + 4)
     assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
     coarse = [matrix_step(node.name) for node in model.graph.node if node.op_type == "MatMul"]
     assert sum(step is not None for step in coarse) == 6 * 6  # every BERT matrix found in MATRIX_STEPS
     packed = huffman_only_gzip(files.onnx.read_bytes())
     print(f"\nquery encoder {files.onnx.stat().st_size / 1e6:.2f} MB, {len(packed) / 1e6:.2f} MB as .gz")
-    assert len(packed) < 15_000_000  # absmax int8 matrices with a 4-bit word-piece table: 16.39 MB
+    assert len(packed) < 9_000_000  # 8.61 MB; 14.33 MB with the word-piece table inside
 
 
 def tiny_model(weights: dict[str, np.ndarray], nodes: list, out_width: int) -> onnx.ModelProto:
@@ -178,7 +179,11 @@ def tiny_model(weights: dict[str, np.ndarray], nodes: list, out_width: int) -> o
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def run_tiny(model: onnx.ModelProto) -> np.ndarray:
+TINY_IDS = [3, 0, 49, 3]
+
+
+def run_tiny(model: onnx.ModelProto, table: WordPieceTable | None = None) -> np.ndarray:
+    """The model on TINY_IDS; once quantised, with the rows of its word-piece table as inputs."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -186,12 +191,16 @@ def run_tiny(model: onnx.ModelProto) -> np.ndarray:
     session = onnxruntime.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
-    return session.run(None, {"ids": np.array([[3, 0, 49, 3]])})[0]
+    feeds = {"ids": np.array([TINY_IDS])}
+    if table is not None:
+        feeds.update(word_piece_codes=table.codes[[TINY_IDS]], word_piece_scales=table.scales[[TINY_IDS]])
+    return session.run(None, feeds)[0]
 
 
 def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float():
-    """The word-piece table (gathered by a graph input) takes std steps per row, a BERT matrix its
-    MATRIX_STEPS step, an unknown matrix and the position table absmax steps; a shared weight stays float."""
+    """The word-piece table (gathered by a graph input) takes std steps per row and leaves the graph, a
+    BERT matrix its MATRIX_STEPS step, an unknown matrix and the position table absmax steps; a shared
+    weight stays float."""
     rng = np.random.default_rng(0)
     weights = {
         "table": rng.normal(size=(50, 64)),
@@ -219,9 +228,11 @@ def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float()
         4,
     )
     expected = run_tiny(model)
-    quantize_weights(model)
+    table = quantize_weights(model)
     onnx.checker.check_model(model)
     arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert not any(name.startswith("table") for name in arrays)
+    arrays.update(table_int8=table.codes, table_scale=table.scales)
     assert {arrays[f"{name}_int8"].dtype for name in ("table", "positions", "value", "weight")} == {
         np.dtype(np.int8)
     }
@@ -239,26 +250,34 @@ def test_weight_only_quantization_keeps_outputs_close_and_shared_weights_float()
             wanted = np.maximum(wanted, values.std(axis=1 - axis) * step)
         assert np.allclose(arrays[f"{name}_scale"], wanted, rtol=1e-6), name
     assert np.abs(arrays["table_int8"]).max() < 127 / 2  # std steps: codes use a narrow range
-    got = run_tiny(model)
+    got = run_tiny(model, table)
     assert np.abs(got - expected).max() <= 0.1 * np.abs(expected).max()
 
-    # the gathered rows are exactly what the codes say, code * scale, once folded at load
+    # the rows fed in come out exactly as the codes say, code * scale (what the table gave in the graph)
     rows_model = tiny_model(
         {"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64
     )
-    quantize_weights(rows_model)
+    table = quantize_weights(rows_model)
     codes, scales = int8_per_slice(weights["table"], 0, TOKEN_TABLE_STEP)
+    assert np.array_equal(table.codes, codes) and np.array_equal(table.scales, scales)
     wanted = codes.astype(np.float32) * scales[:, None]
-    assert np.array_equal(run_tiny(rows_model)[0], wanted[[3, 0, 49, 3]])
-    # the previous format: absmax steps everywhere, the table gathered as int8 rows
+    assert np.array_equal(run_tiny(rows_model, table)[0], wanted[TINY_IDS])
+    # absmax steps everywhere (bench_encoder's baseline)
     int8_model = tiny_model(
         {"table": weights["table"]}, [helper.make_node("Gather", ["table", "ids"], ["rows"])], 64
     )
-    quantize_weights(int8_model, coarse_steps=False)
+    table = quantize_weights(int8_model, coarse_steps=False)
     codes, scales = int8_per_slice(weights["table"], 0)
-    assert np.array_equal(
-        run_tiny(int8_model)[0], (codes.astype(np.float32) * scales[:, None])[[3, 0, 49, 3]]
+    assert np.array_equal(table.codes, codes) and np.array_equal(table.scales, scales)
+    wanted = codes.astype(np.float32) * scales[:, None]
+    assert np.array_equal(run_tiny(int8_model, table)[0], wanted[TINY_IDS])
+
+    # a graph that gathers no rows by its token ids has no table to take out: it is refused
+    no_table = tiny_model(
+        {"weight": weights["weight"]}, [helper.make_node("MatMul", ["ids", "weight"], ["out"])], 4
     )
+    with pytest.raises(ValueError, match="no word-piece table"):
+        quantize_weights(no_table)
 
 
 def test_int8_steps_follow_the_std_and_never_clip():
@@ -285,8 +304,8 @@ def test_export_is_deterministic(exported, model_dir, tmp_path):
     files, _ = exported
     again = export_query_encoder(model_dir, tmp_path / "again")
     for first, second in zip(
-        (files.onnx, files.vocab, files.char_classes, files.config),
-        (again.onnx, again.vocab, again.char_classes, again.config),
+        (files.onnx, files.word_pieces, files.vocab, files.char_classes, files.config),
+        (again.onnx, again.word_pieces, again.vocab, again.char_classes, again.config),
         strict=True,
     ):
         assert first.name == second.name
@@ -347,9 +366,15 @@ def test_onnx_runtime_web_gives_the_cli_vectors(exported):
     encoder = OnnxQueryEncoder.from_dir(files.onnx.parent)
     queries = varied_queries()[:40]
     ids = [encoder.tokenizer.encode(query) for query in queries]
+    rows = [encoder.word_pieces.read(query_ids) for query_ids in ids]
+    request = {
+        "ids": ids,
+        "codes": [np.frombuffer(codes, dtype=np.int8).tolist() for codes, _ in rows],
+        "scales": [np.frombuffer(scales, dtype="<f4").tolist() for _, scales in rows],
+    }
     finished = subprocess.run(
         ["node", str(EMBED_SCRIPT), "--model", str(files.onnx)],
-        input=json.dumps({"ids": ids}),
+        input=json.dumps(request),
         capture_output=True,
         text=True,
         timeout=600,

@@ -85,7 +85,7 @@ def reverse_middle(data: bytes) -> bytes:
 
 def damage_ranged(site: Path, stem: str, change) -> None:
     """Change a file read by range (stored as it is; its blocks' checksums are in a directory)."""
-    (path,) = (site / "data").glob(f"{stem}.*.bin")
+    (path,) = site.glob(f"*/{stem}.*.bin")
     path.write_bytes(change(path.read_bytes()))
 
 
@@ -159,6 +159,7 @@ def test_the_clean_site_checks_its_files_and_reports_the_cost(visit_tampered):
         ("dense", flip_middle_byte, False, "does not match its checksum in manifest.json"),
         ("dense", lambda data: b'{"v": 1}', True, "format"),  # the checksum was forged: the format check
         ("encoder", lambda data: data[: len(data) // 2], False, "does not match its checksum"),
+        ("word_pieces", flip_middle_byte, False, "does not match its checksum in manifest.json"),
     ],
 )
 def test_damaged_semantic_data_falls_back_to_keyword_search(
@@ -195,8 +196,8 @@ def assert_keyword_fallback(view, why: str) -> None:
     assert any(why in message for message in view.console)  # the details are in the console
 
 
-@pytest.mark.parametrize("stem", ["dense-rows", "dense-lists"])
-def test_a_damaged_dense_file_read_by_range_turns_the_search_keyword_only(visit_tampered, stem):
+@pytest.mark.parametrize("stem", ["dense-rows", "dense-lists", "word-pieces"])
+def test_a_damaged_semantic_file_read_by_range_turns_the_search_keyword_only(visit_tampered, stem):
     view = visit_tampered(lambda site: damage_ranged(site, stem, reverse_middle))
     status = view.settled()
     assert status["semantic"]  # only the directories are read at start-up

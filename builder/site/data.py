@@ -40,10 +40,12 @@ from readingroom_core.sitedata import (
     SectionEntry,
     TextChunk,
     chunk_table_bytes,
+    compact_json,
     paper_text_bytes,
     papers_bytes,
     text_checksum,
 )
+from readingroom_core.wordpieces import word_piece_directory
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
 
@@ -84,7 +86,9 @@ def write_site_data(
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
     with report.timed("encoder"):
-        encoder_files, encoder_config = write_query_encoder(out_dir, embedded.identity, cache_dir)
+        encoder_files, word_piece_rows, encoder_config = write_query_encoder(
+            out_dir, embedded.identity, cache_dir
+        )
     with report.timed("graph"):
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
@@ -92,7 +96,7 @@ def write_site_data(
     for artifact in files.values():
         if artifact not in search.ranged:  # a ranged file named by a role too stays as it is
             artifacts += stored_gzipped(out_dir, artifact)
-    artifacts += search.ranged
+    artifacts += [*search.ranged, word_piece_rows]
     files["graph"] = graph_file  # stored as it is: the browser never reads it, the pages are made from it
     artifacts.append(graph_file)
     manifest = make_manifest(
@@ -208,11 +212,15 @@ def write_search_files(
 
 def write_query_encoder(
     out_dir: Path, identity: ModelIdentity, cache_dir: Path
-) -> tuple[dict[str, Artifact], dict]:
-    """The query encoder's files by role (`encoder`, `vocab`, `char_classes`) from its cached export,
-    and its config as the manifest's `encoder` section (without the export's own file names)."""
+) -> tuple[dict[str, Artifact], Artifact, dict]:
+    """The query encoder's files by role (`encoder`, `word_pieces`, `vocab`, `char_classes`) from its
+    cached export, the word-piece rows file the `word_pieces` directory names (read by range), and the
+    config as the manifest's `encoder` section (without the export's own file names)."""
     exported = cached_query_encoder(Path(identity.path), identity, cache_dir)
     config = json.loads(exported.config.read_text(encoding="utf-8"))
+    table = exported.word_pieces.read_bytes()
+    rows = write_hashed(out_dir, "model", "word-pieces", ".bin", table)
+    directory = word_piece_directory(rows.path, table, config["dims"])
     files = {
         role: write_hashed(out_dir, "model", path.stem.replace("_", "-"), path.suffix, path.read_bytes())
         for role, path in (
@@ -221,6 +229,8 @@ def write_query_encoder(
             ("char_classes", exported.char_classes),
         )
     }
-    return files, {
-        key: value for key, value in config.items() if key not in ("onnx", "vocab", "char_classes")
-    }
+    files["word_pieces"] = write_hashed(
+        out_dir, "model", "word-piece-directory", ".json", compact_json(directory.to_json())
+    )
+    exported_names = ("onnx", "word_pieces", "vocab", "char_classes")
+    return files, rows, {key: value for key, value in config.items() if key not in exported_names}

@@ -2,8 +2,11 @@
 // build (ort.wasm.min.mjs), one thread, weights dequantised at load. One JSON request on stdin, one
 // JSON reply on stdout.
 //
-//   node wasm/node/embed_queries.mjs --model query_encoder.onnx < {"ids": [[101, 2054, 102], ...]}
+//   node wasm/node/embed_queries.mjs --model query_encoder.onnx
+//     < {"ids": [[101, 2054, 102], ...], "codes": [[...], ...], "scales": [[...], ...]}
 //   -> {"vectors": [[...], ...], "run_ms": [...], "load_ms": 123.4}
+// codes and scales: each query's word-piece rows (readingroom_core.wordpieces), as the search worker
+// hands them to encoder.js.
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -29,11 +32,14 @@ const session = await ort.InferenceSession.create(new Uint8Array(model.buffer, m
 const loadMs = performance.now() - started;
 const vectors = [];
 const runMs = [];
-for (const ids of request.ids) {
+for (const [index, ids] of request.ids.entries()) {
   const shape = [1, ids.length];
+  const codes = Int8Array.from(request.codes[index]);
   const feeds = {
     input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
     attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
+    word_piece_codes: new ort.Tensor("int8", codes, [1, ids.length, codes.length / ids.length]),
+    word_piece_scales: new ort.Tensor("float32", Float32Array.from(request.scales[index]), shape),
   };
   const runStarted = performance.now();
   const outputs = await session.run(feeds);

@@ -3,10 +3,11 @@
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
 (`wasm/runtime/worker.js`, its messages typed in `wasm/runtime/protocol.js`) calls `Site.prepare`,
-`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic` and `Site.encode_ids`; it
-hands `open_site` a synchronous range reader (a Range request, or a slice of a whole file where the host
-ignores Range). Requests and replies cross as JSON text, vectors and dot products as typed
-arrays (their bytes), so JavaScript never sees a Python object or a Python string offset.
+`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.word_piece_rows`; it hands `open_site` a synchronous range reader (a Range request, or a slice of a
+whole file where the host ignores Range). Requests and replies cross as JSON text, vectors, word-piece
+rows and dot products as typed arrays (their bytes), so JavaScript never sees a Python object or a Python
+string offset.
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
 after the import, must hold all the code a restored interpreter will run (the files are not on disk).
@@ -33,6 +34,7 @@ from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read
 from readingroom_core.sitedata import gunzipped as unpacked
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
+from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory
 
 Reader = Callable[[str], bytes]
 # Paper text files a search reads ahead while the query is embedded: the papers of the best keyword
@@ -162,11 +164,13 @@ class PreparedSearch:
 
 @dataclass
 class Site:
-    """One opened site: its manifest, its engine, and (once semantic search loads) its query tokenizer."""
+    """One opened site: its manifest, its engine, and (once semantic search loads) its query tokenizer and
+    the encoder's word-piece rows."""
 
     manifest: Manifest
     engine: SearchEngine
     tokenizer: WordPieceTokenizer | None = None
+    word_pieces: WordPieceRows | None = None
     papers_by_id: dict[str, PaperRecord] = field(init=False)
     # Searches `prepare` parsed, by the id it gave them, until `discard`: the worker may have several
     # under way (a query typed on while the previous one waits for its vector).
@@ -180,11 +184,15 @@ class Site:
         return hit_json(hit, self.papers_by_id[hit.arxiv_id])
 
     def load_semantic(self) -> None:
-        """The dense directory and the tokenizer (in the browser the files were fetched, with progress,
-        already); the lists and rows a query needs are read by range when it runs."""
+        """The dense directory, the tokenizer and the word-piece directory (in the browser the files were
+        fetched, with progress, already); the lists, rows and word pieces a query needs are read by range
+        when it runs."""
         self.engine.load_vectors()
         files = self.manifest.files
         read = self.engine.read
+        self.word_pieces = WordPieceRows(
+            read_word_piece_directory(read(files.word_pieces), files.word_pieces), self.engine.blocks
+        )
         self.tokenizer = WordPieceTokenizer.from_data(
             read(files.vocab).decode("utf-8"),
             json.loads(read(files.char_classes)),
@@ -197,6 +205,16 @@ class Site:
             raise RuntimeError("load_semantic() first: the tokenizer comes with the semantic files")
         text = embedding_text(query)
         return self.tokenizer.encode(self.manifest.model.query_prefix + text) if text else []
+
+    def word_piece_rows(self, ids_json: str) -> bytes:
+        """The encoder's inputs for token ids [id, ...] (JSON): their codes (int8, a row of `dims` each),
+        then their scales (little-endian float32), read by range."""
+        if self.word_pieces is None:
+            raise RuntimeError(
+                "load_semantic() first: the word-piece directory comes with the semantic files"
+            )
+        codes, scales = self.word_pieces.read(json.loads(ids_json))
+        return codes + scales
 
     def prepare(self, request_json: str) -> str:
         """Parse a search request ({query, k, mode, filters}) and do the part of the search that needs no

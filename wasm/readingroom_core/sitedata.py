@@ -86,6 +86,7 @@ class DataFiles:
     chunks: str
     postings: str
     encoder: str = ""
+    word_pieces: str = ""  # the directory of the encoder's word-piece rows (readingroom_core.wordpieces)
     vocab: str = ""
     char_classes: str = ""
     graph: str = ""

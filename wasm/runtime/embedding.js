@@ -7,7 +7,8 @@
 
 // The latest query vectors, by the token ids the encoder read: a query searched again (submitted after
 // the search-as-you-type, "More results", another filter or mode, Ask on the same text) skips the encoder,
-// which takes most of a hybrid query's time. Same ids, same vector, so results are unchanged.
+// which takes most of a hybrid query's time, and the reading of its word-piece rows. Same ids, same
+// vector, so results are unchanged.
 const VECTOR_CACHE_SIZE = 64;
 
 export class Encoder {
@@ -59,9 +60,10 @@ export class Encoder {
    * The vector of a query's token ids (undefined when the query has no words for the encoder), and whether
    * it came from the cache.
    * @param {Int32Array} ids
+   * @param {(ids: Int32Array) => Promise<Uint8Array>} wordPieceRows the ids' codes then their float32 scales
    * @returns {Promise<{vector: Float32Array | undefined, cached: boolean}>}
    */
-  async embed(ids) {
+  async embed(ids, wordPieceRows) {
     if (!ids.length) return { vector: undefined, cached: false };
     const key = ids.join(",");
     let vector = this.vectors.get(key);
@@ -69,9 +71,13 @@ export class Encoder {
     if (cached) {
       this.vectors.delete(key); // re-inserted below: the most recently used
     } else {
+      const rows = await wordPieceRows(ids);
+      const width = rows.length / ids.length - Float32Array.BYTES_PER_ELEMENT;
+      const codes = new Int8Array(rows.buffer, rows.byteOffset, ids.length * width);
+      const scales = new Float32Array(rows.slice(ids.length * width).buffer); // a copy: aligned
       const id = this.nextId++;
       const embedding = new Promise((resolve, reject) => this.embeddings.set(id, { resolve, reject }));
-      this.post({ type: "embed", id, ids });
+      this.post({ type: "embed", id, ids, codes, scales });
       vector = await embedding;
       if (this.vectors.size >= VECTOR_CACHE_SIZE) this.vectors.delete(this.vectors.keys().next().value);
     }

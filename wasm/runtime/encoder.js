@@ -65,7 +65,7 @@ async function start() {
   ort.env.wasm.wasmBinary = wasm; // so ORT fetches nothing: the (gunzipped) bytes are here
   ort.env.wasm.numThreads = 1; // no cross-origin isolation on static hosts, so no shared memory
   // ONNX Runtime starts its wasm with the first session; a session of a one-node model starts it now,
-  // while the encoder (four times the wasm's bytes) is still coming.
+  // while the encoder (2.3 times the wasm's bytes) is still coming.
   await ort.InferenceSession.create(RUNTIME_STARTER, { executionProviders: ["wasm"] });
   mark("ort_started");
   const encoderBytes = await model;
@@ -81,12 +81,17 @@ async function start() {
   return checksums.ms;
 }
 
-/** @param {Int32Array} ids the query's WordPiece ids @returns {Promise<Float32Array>} */
-async function embed(ids) {
+/**
+ * @param {import("./protocol.js").EmbedMessage} message the query's WordPiece ids and their rows
+ * @returns {Promise<Float32Array>}
+ */
+async function embed({ ids, codes, scales }) {
   const shape = [1, ids.length];
   const feeds = {
     input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), shape),
     attention_mask: new ort.Tensor("int64", new BigInt64Array(ids.length).fill(1n), shape),
+    word_piece_codes: new ort.Tensor("int8", codes, [1, ids.length, codes.length / ids.length]),
+    word_piece_scales: new ort.Tensor("float32", scales, shape),
   };
   const outputs = await session.run(feeds);
   return Float32Array.from(outputs[session.outputNames[0]].data);
@@ -123,7 +128,7 @@ async function fromSearchWorker({ data }) {
     else await begin();
   } else if (data.type === "embed") {
     try {
-      const vector = await embed(data.ids);
+      const vector = await embed(data);
       reply({ type: "vector", id: data.id, vector }, [vector.buffer]);
     } catch (error) {
       reply({ type: "vector", id: data.id, error: message(error) });

@@ -156,7 +156,8 @@
  * @typedef {{type: "progress", source: "encoder", kinds: ByteCounts, timeline: Timeline}} EncoderProgressMessage
  * @typedef {{type: "go", after_ms: number}} EncoderGoMessage start downloading in `after_ms` (0: now)
  * @typedef {{type: "session"}} EncoderSessionMessage keyword search is up: create the session
- * @typedef {{type: "embed", id: number, ids: Int32Array}} EmbedMessage the query's WordPiece ids
+ * @typedef {{type: "embed", id: number, ids: Int32Array, codes: Int8Array, scales: Float32Array}} EmbedMessage
+ *   the query's WordPiece ids, and their rows of the word-piece table (Site.word_piece_rows): codes and scales
  * @typedef {EncoderGoMessage | EncoderSessionMessage | EmbedMessage} ToEncoder
  * @typedef {{type: "started", checksums_ms: number}} EncoderStartedMessage
  * @typedef {{type: "failed", error: string}} EncoderFailedToStartMessage
@@ -188,6 +189,7 @@
  * @property {(paperIndex: number) => void} read_paper_text
  * @property {() => void} load_semantic
  * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
+ * @property {(idsJson: string) => PyProxy} word_piece_rows Python bytes: the ids' int8 codes, then their float32 scales
  * @property {(requestJson: string) => string} ask_retrieval_query
  * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence
  * @property {(requestJson: string) => string} verify_answer

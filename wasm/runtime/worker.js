@@ -186,8 +186,8 @@ async function start() {
   return { semantic }; // wrapped: an async function returning a promise would wait for it
 }
 
-// The encoder's 18 MB wait for the keyword files (10,000 papers: 3.3 MB), which, shared with them, came
-// 1.4 s later on a 20 Mbit/s line. Python's boot holds this thread as they come, so word that they are in
+// The encoder's worker's 12 MB (the encoder and ORT Web's wasm) wait for the keyword files (10,000 papers:
+// 3.3 MB), which, shared with them (18 MB then), came 1.4 s later on a 20 Mbit/s line. Python's boot holds this thread as they come, so word that they are in
 // reaches the encoder's worker up to a second late, the line idle meanwhile: it is also told, once Python's
 // files are in, how long the keyword files should take at the rate Python's came, and starts at whichever
 // comes first.
@@ -207,6 +207,7 @@ async function startSemantic(files) {
     ...(files.paper_vectors ? [prefetch(files.paper_vectors, "vectors")] : []),
     prefetch(files.vocab, "model"),
     prefetch(files.char_classes, "model"),
+    prefetch(files.word_pieces, "model"),
   ]);
   await Promise.all([semanticFiles, keyword.promise]);
   mark("semantic_data_fetched");
@@ -233,7 +234,16 @@ async function embed(query) {
   const idsProxy = site.encode_ids(query);
   const ids = Int32Array.from(idsProxy.toJs());
   idsProxy.destroy();
-  return encoder.embed(ids);
+  return encoder.embed(ids, wordPieceRows);
+}
+
+/** The ids' rows of the encoder's word-piece table, read by range (a few blocks of 6 KB a query).
+ * @param {Int32Array} ids @returns {Promise<Uint8Array>} */
+async function wordPieceRows(ids) {
+  const rowsProxy = await reads.run(() => site.word_piece_rows(JSON.stringify(Array.from(ids))));
+  const rows = rowsProxy.toJs();
+  rowsProxy.destroy();
+  return rows;
 }
 
 const SEMANTIC_UNAVAILABLE = "Semantic search is unavailable on this site; use keyword or hybrid mode.";

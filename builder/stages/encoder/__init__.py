@@ -1,9 +1,10 @@
-"""Encoder export stage: the browser's query encoder (a quantised ONNX file, the vocabulary and the
-char-class table the stdlib tokenizer needs) and the fp32 encoder the embed stage runs, each exported
-once per model and kept in the cache.
+"""Encoder export stage: the browser's query encoder (a quantised ONNX file, its word-piece table's rows,
+the vocabulary and the char-class table the stdlib tokenizer needs) and the fp32 encoder the embed stage
+runs, each exported once per model and kept in the cache.
 
-Mean pooling and L2 normalisation are inside the graph, so the browser feeds `input_ids` and
-`attention_mask` and reads unit vectors from `sentence_embedding`; config.json says so.
+Mean pooling and L2 normalisation are inside the graph, so the browser feeds `input_ids`,
+`attention_mask` and the query's word-piece rows (read by range: readingroom_core.wordpieces) and reads
+unit vectors from `sentence_embedding`; config.json says so.
 """
 
 from __future__ import annotations
@@ -18,24 +19,25 @@ from typing import TYPE_CHECKING
 from builder.scratch import make_folder_atomically
 from builder.stages.encoder.char_classes import build_char_classes
 from builder.stages.encoder.onnx_graph import INPUT_NAMES, OUTPUT_NAME, export_fp32, read_pooling
-from builder.stages.encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, quantize_file
+from builder.stages.encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, WORD_PIECE_INPUTS, quantize_file
 
 if TYPE_CHECKING:
     from builder.stages.embed import ModelIdentity
 
-CONFIG_FORMAT = "readingroom-query-encoder/1"
+CONFIG_FORMAT = "readingroom-query-encoder/2"  # 2: the word-piece table outside the graph
 
 
 @dataclass(frozen=True)
 class EncoderFiles:
     onnx: Path
+    word_pieces: Path
     vocab: Path
     char_classes: Path
     config: Path
 
 
 def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = True) -> EncoderFiles:
-    """Write the quantised encoder, vocab, char classes and config.json into `out_dir`.
+    """Write the quantised encoder, its word-piece rows, vocab, char classes and config.json into `out_dir`.
 
     Deterministic: exporting the same model twice gives byte-identical files. `coarse_steps=False` gives
     int8 with absmax steps everywhere, the baseline scripts/bench_encoder.py compares against.
@@ -45,6 +47,7 @@ def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = Tr
     out_dir.mkdir(parents=True, exist_ok=True)
     files = EncoderFiles(
         onnx=out_dir / "query_encoder.onnx",
+        word_pieces=out_dir / "word_pieces.bin",
         vocab=out_dir / "vocab.txt",
         char_classes=out_dir / "char_classes.json",
         config=out_dir / "config.json",
@@ -52,7 +55,8 @@ def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = Tr
     with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
         fp32 = Path(scratch) / "fp32.onnx"
         dims, _ = export_fp32(model_dir, fp32)
-        quantize_file(fp32, files.onnx, coarse_steps)
+        word_pieces = quantize_file(fp32, files.onnx, coarse_steps)
+    files.word_pieces.write_bytes(word_pieces.rows_bytes())
     files.vocab.write_bytes((model_dir / "vocab.txt").read_bytes())
     _write_json(files.char_classes, build_char_classes(model_dir / "tokenizer.json"))
     _write_json(
@@ -60,10 +64,13 @@ def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = Tr
         {
             "format": CONFIG_FORMAT,
             "onnx": files.onnx.name,
+            "word_pieces": files.word_pieces.name,
             "vocab": files.vocab.name,
             "char_classes": files.char_classes.name,
-            "inputs": list(INPUT_NAMES),
-            "input_type": "int64 [batch, sequence]; token_type_ids are zeros inside the graph",
+            "inputs": [*INPUT_NAMES, *WORD_PIECE_INPUTS],
+            "input_type": "input_ids, attention_mask: int64 [batch, sequence]; word_piece_codes: int8 "
+            "[batch, sequence, dims], each token's row of the word-piece file; word_piece_scales: float32 "
+            "[batch, sequence], its scale; token_type_ids are zeros inside the graph",
             "output": OUTPUT_NAME,
             "dims": dims,
             "max_length": pooling["max_length"],
@@ -92,11 +99,18 @@ def cached_query_encoder(model_dir: Path, identity: ModelIdentity, cache_dir: Pa
     )
     files = EncoderFiles(
         onnx=folder / "query_encoder.onnx",
+        word_pieces=folder / "word_pieces.bin",
         vocab=folder / "vocab.txt",
         char_classes=folder / "char_classes.json",
         config=folder / "config.json",
     )
-    names = (files.onnx.name, files.vocab.name, files.char_classes.name, files.config.name)
+    names = (
+        files.onnx.name,
+        files.word_pieces.name,
+        files.vocab.name,
+        files.char_classes.name,
+        files.config.name,
+    )
     make_folder_atomically(
         folder,
         complete=lambda candidate: all((candidate / name).is_file() for name in names),

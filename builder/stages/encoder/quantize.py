@@ -1,15 +1,19 @@
 """Weight-only int8 quantisation of the query encoder's ONNX graph, on steps sized per matrix and per
-word-piece row so that the shipped file deflates to near its entropy (see `quantize_weights`)."""
+word-piece row so that the shipped file deflates to near its entropy (see `quantize_weights`); the
+word-piece table leaves the graph for a file of its own, read by range (readingroom_core.wordpieces)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from readingroom_core.wordpieces import SCALE_BYTES
 
 INT8_QUANTIZATION = {  # absmax steps everywhere (coarse_steps=False): the baseline bench_encoder compares against
     "weights": "int8 symmetric, per output channel (MatMul) / per row (embeddings)",
@@ -33,8 +37,8 @@ MATRIX_STEPS = {
 TOKEN_TABLE_STEP = 0.3  # in units of the row's std; 0.4 saves 0.6 MB more at a min cosine of 0.987
 QUANTIZATION = {
     "weights": "MatMul: int8 per output channel, step k x the channel's std (k per matrix role and layer, "
-    "MATRIX_STEPS); word-piece table: int8 per row, step 0.3 x the row's std; position and token-type "
-    "tables: int8 per row; dequantised at load",
+    "MATRIX_STEPS); word-piece table: int8 per row, step 0.3 x the row's std, outside the graph (its "
+    "rows are inputs); position and token-type tables: int8 per row; dequantised at load",
     "activations": "float32",
     "steps": {"matrices": MATRIX_STEPS, "word_pieces": TOKEN_TABLE_STEP},  # part of the build cache's key
 }
@@ -51,24 +55,43 @@ _ROLES = {
     "output/dense": "output",
 }
 _LAST_AXIS = "int8_rows_last_axis"
+# The graph's inputs in place of the word-piece table: each token's row of codes and its scale.
+WORD_PIECE_INPUTS = ("word_piece_codes", "word_piece_scales")
 
 
-def quantize_file(fp32: Path, out: Path, coarse_steps: bool) -> None:
-    """The fp32 graph at `fp32`, its weights quantised, checked and saved at `out`."""
+@dataclass(frozen=True)
+class WordPieceTable:
+    """The word-piece table as the graph multiplies it: int8 codes [rows, width], float32 scales [rows]."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+
+    def rows_bytes(self) -> bytes:
+        """The rows file (readingroom_core.wordpieces): each row's codes, then its little-endian scale."""
+        scales = self.scales.astype("<f4").view(np.uint8).reshape(-1, SCALE_BYTES)
+        return np.concatenate([self.codes.view(np.uint8), scales], axis=1).tobytes()
+
+
+def quantize_file(fp32: Path, out: Path, coarse_steps: bool) -> WordPieceTable:
+    """The fp32 graph at `fp32`, its weights quantised, checked and saved at `out`; the word-piece table
+    it no longer holds."""
     model = onnx.load(str(fp32))
-    quantize_weights(model, coarse_steps)
+    table = quantize_weights(model, coarse_steps)
     onnx.checker.check_model(model)
     onnx.save(model, str(out))
+    return table
 
 
-def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> None:
-    """Weight-only int8 in place: per output channel for MatMul weights, per row for tables.
+def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> WordPieceTable:
+    """Weight-only int8 in place: per output channel for MatMul weights, per row for tables; the
+    word-piece table (the Gather on the token ids) is taken out and returned, its rows become inputs.
 
     Why coarse steps: int8 codes with absmax steps do not compress (gzip keeps 91%), but codes on a step
     proportional to each channel's std are mostly small numbers, which deflate to near their entropy.
     Matrices differ 60x in how much their rounding moves the output, so each gets its own step
     (MATRIX_STEPS); the word-piece table, half the weights, takes 0.3 std per row (5.6 MB deflated
-    against 6.8 MB for 4-bit blocks). `scripts/bench_encoder.py` measures the whole file's size and its
+    against 6.8 MB for 4-bit blocks). Read by range now, its rows arrive uncompressed, so that step no
+    longer saves bytes; it is kept because it gives today's vectors. `scripts/bench_encoder.py` measures the whole file's size and its
     cosine to fp32. The tables every token adds (positions, token types) keep absmax steps: their error
     lands on every token.
     Not onnxruntime's quantize_dynamic: it also quantises activations, per tensor, which costs too much on
@@ -77,7 +100,8 @@ def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> None:
     (its consumers expect it under its own name).
     """
     graph = model.graph
-    token_inputs = {value.name for value in graph.input} if coarse_steps else set()
+    token_inputs = {value.name for value in graph.input}
+    word_pieces: WordPieceTable | None = None
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     uses = Counter(name for node in graph.node for name in node.input)
     nodes: list[onnx.NodeProto] = []
@@ -92,24 +116,34 @@ def quantize_weights(model: onnx.ModelProto, coarse_steps: bool = True) -> None:
             step_in_std = matrix_step(node.name) if coarse_steps else None
             axis = 1
         elif node.input[1] in token_inputs:
-            step_in_std, axis = TOKEN_TABLE_STEP, 0
+            step_in_std, axis = TOKEN_TABLE_STEP if coarse_steps else None, 0
         else:
             step_in_std, axis = None, 0
         quantized, scales = int8_per_slice(numpy_helper.to_array(tensor), axis, step_in_std)
+        if node.op_type == "Gather" and node.input[1] in token_inputs:
+            word_pieces = WordPieceTable(quantized, scales)
+            graph.input.extend(_word_piece_inputs(quantized.shape[1]))
+            nodes += _scaled_rows(*WORD_PIECE_INPUTS, node.output[0], node.name or node.output[0])
+            continue
         graph.initializer.extend(
             [
                 numpy_helper.from_array(quantized, f"{weight}_int8"),
                 numpy_helper.from_array(scales, f"{weight}_scale"),
             ]
         )
-        if node.op_type == "Gather" and step_in_std is None:
+        if node.op_type == "Gather":
             nodes += _gather_int8_rows(node)
         else:
             nodes += [_dequantize(weight, axis), node]
-    if any(_LAST_AXIS in node.input for node in nodes):
-        graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), _LAST_AXIS))
+    if word_pieces is None:
+        raise ValueError(
+            "the encoder graph has no word-piece table (a Gather on the token ids); the query encoder "
+            "export supports BERT-like models only"
+        )
+    graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), _LAST_AXIS))
     del graph.node[:]
     graph.node.extend(nodes)
+    return word_pieces
 
 
 def matrix_step(node_name: str) -> float | None:
@@ -151,6 +185,14 @@ def int8_per_slice(
     return np.clip(np.round(values / broadcast), -127, 127).astype(np.int8), scales
 
 
+def _word_piece_inputs(width: int) -> list[onnx.ValueInfoProto]:
+    codes, scales = WORD_PIECE_INPUTS
+    return [
+        helper.make_tensor_value_info(codes, TensorProto.INT8, ["batch", "sequence", width]),
+        helper.make_tensor_value_info(scales, TensorProto.FLOAT, ["batch", "sequence"]),
+    ]
+
+
 def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
     """Gather int8 rows and their scales, then multiply: the whole table is never dequantised per query."""
     table, indices = gather.input
@@ -158,12 +200,19 @@ def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
     name = gather.name or out
     return [
         helper.make_node("Gather", [f"{table}_int8", indices], [f"{out}_int8"], name=f"{name}_int8", axis=0),
-        helper.make_node("Cast", [f"{out}_int8"], [f"{out}_rows"], name=f"{name}_cast", to=TensorProto.FLOAT),
         helper.make_node(
             "Gather", [f"{table}_scale", indices], [f"{out}_scale"], name=f"{name}_scale", axis=0
         ),
+        *_scaled_rows(f"{out}_int8", f"{out}_scale", out, name),
+    ]
+
+
+def _scaled_rows(codes: str, scales: str, out: str, name: str) -> list[onnx.NodeProto]:
+    """`out` = float(codes) x scales, one scale per row: the value DequantizeLinear gives, bit for bit."""
+    return [
+        helper.make_node("Cast", [codes], [f"{out}_rows"], name=f"{name}_cast", to=TensorProto.FLOAT),
         helper.make_node(
-            "Unsqueeze", [f"{out}_scale", _LAST_AXIS], [f"{out}_scale_column"], name=f"{name}_unsqueeze"
+            "Unsqueeze", [scales, _LAST_AXIS], [f"{out}_scale_column"], name=f"{name}_unsqueeze"
         ),
         helper.make_node("Mul", [f"{out}_rows", f"{out}_scale_column"], [out], name=f"{name}_mul"),
     ]
@@ -172,9 +221,8 @@ def _gather_int8_rows(gather: onnx.NodeProto) -> list[onnx.NodeProto]:
 def _dequantize(weight: str, axis: int) -> onnx.NodeProto:
     """The float weight from its int8 codes, one scale per slice along `axis`, folded once at load.
 
-    With `builder.query_encoder.DEQUANTIZE_AT_LOAD` the session replaces this constant node by the float weight, so a query runs
-    plain MatMuls and one plain Gather for the word-piece table (gathering int8 rows and scaling them per
-    query would cost a few small ops a query); the price is the float weights in memory after load.
+    With `builder.query_encoder.DEQUANTIZE_AT_LOAD` the session replaces this constant node by the float
+    weight, so a query runs plain MatMuls; the price is the float weights in memory after load.
     """
     return helper.make_node(
         "DequantizeLinear",
