@@ -182,6 +182,14 @@ def latency(page, questions: list[str]) -> dict:
     }
 
 
+def require_semantic_search(page) -> None:
+    """A failed query turns semantic search off for the visit, and the questions after it then measure
+    keyword search alone: the 10,000-paper figures recorded at 21a9438 were (a quoted title failed)."""
+    error = page.evaluate("window.readingRoom.status().semantic_error")
+    if error is not None:
+        raise RuntimeError(f"semantic search turned off during the questions ({error}); nothing recorded")
+
+
 def measure_profile(playwright, url: str, questions: list[str], throttled: bool) -> dict:
     """One fresh profile: a cold load, the questions (bytes, heap, latency), then a reload from the
     HTTP cache. Throttled: Chromium's network emulation (bench_browser.SLOW_LINE) for the whole visit."""
@@ -197,6 +205,7 @@ def measure_profile(playwright, url: str, questions: list[str], throttled: bool)
         result["per_query"] = per_query_transfers(page, questions)
         result["heap_after_queries"] = heaps.measure(page)
         result["latency_warm"] = latency(page, questions)  # every question's second asking
+        require_semantic_search(page)
         result["reload"] = cold_start(page, url)
         context.close()
     return result
