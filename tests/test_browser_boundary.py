@@ -26,7 +26,7 @@ from readingroom_core.browser import (
 from readingroom_core.engine import SearchOptions
 from readingroom_core.papertable import read_paper_table
 from readingroom_core.querysyntax import embedding_text
-from readingroom_core.ranges import folder_reader
+from readingroom_core.ranges import folder_range_reader, folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 QUERY = "grouped query attention"
@@ -166,6 +166,21 @@ def test_a_reply_names_the_texts_it_shows_in_one_batch_before_reading_any(built_
         events.clear()
         site.search(json.loads(site.prepare(json.dumps(request)))["search"])
         assert events == []  # read already: nothing to name, nothing to read again
+
+
+def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):
+    """The browser gives a step 16 fetch rounds (ranged_reads.js RANGE_ROUNDS), one per batch the core
+    announces. A phrase's words are read in one batch and the texts it checks in batches that double: read
+    a word at a time and a text at a time, a quoted title of 10,000 papers needed 30 rounds and failed."""
+    read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
+    manifest = read("manifest.json").decode("utf-8")
+    words = open_site(read, manifest, read_range).engine.chunk(0).text.split()
+    phrase = " ".join(words[len(words) // 2 : len(words) // 2 + 10])
+    rounds: list[str] = []
+    site = open_site(read, manifest, read_range, announce=rounds.append)  # a fresh site: nothing read yet
+    reply = search(site, query=f'"{phrase}"', k=10, mode="bm25")
+    assert reply["hits"] and reply["hits"][0]["doc_id"] == 0, phrase
+    assert len(rounds) <= 6, [json.loads(batch) for batch in rounds]  # 3 rounds; 11 when read word by word
 
 
 def test_facet_filters_from_the_page_restrict_results(site):
