@@ -13,7 +13,9 @@ import pytest
 
 import readingroom_core
 from builder.site.search_files import plain_name, search_index_files
-from readingroom_core.denselists import read_dense_directory
+from readingroom_core.analysis import analyze
+from readingroom_core.bm25 import BM25Index, build_postings
+from readingroom_core.denselists import fine_query, read_dense_directory
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.querysyntax import QuerySyntaxError
@@ -438,6 +440,33 @@ def test_a_filtered_dense_search_reads_on_to_the_exhaustive_scans_best(site, enc
     assert len(exhaustive) == 5 and {hit.arxiv_id for hit in exhaustive} <= {"2210.00404", "2303.00505"}
     assert [hit.doc_id for hit in widened] == [hit.doc_id for hit in exhaustive]
     assert [hit.score for hit in widened] == pytest.approx([hit.score for hit in exhaustive], abs=1e-12)
+
+
+def test_exhaustive_options_lift_every_bound_of_the_ranged_indexes(site, engine, encoder):
+    """Bounds tight enough to lose passages, lifted by `exhaustive()`: what it finds is brute force's over
+    the same stored rows and texts. The scale bench measures the bounds' loss against it; a bound it
+    left in place (a renamed knob did once) would make that loss look small."""
+    query = "low-rank adaptation of frozen weights for passage retrieval"
+    vector = embed(encoder, query)
+    bounded = SearchOptions(
+        k=5, candidates=5, per_paper=0, per_section=0, per_page=0, postings_prefix=1, scan=1, rescore=1
+    )
+    rows = np.array(engine.load_vectors().every_row(), dtype=np.float64)
+    cosines = rows @ np.array(fine_query(vector), dtype=np.float64) / np.linalg.norm(rows, axis=1)
+    truths = {
+        "dense": sorted(range(len(rows)), key=lambda doc: (-cosines[doc], doc))[:5],
+        "bm25": [
+            doc
+            for doc, _ in BM25Index(build_postings([text for _, _, text in _passages()])).search(
+                analyze(query), 5
+            )
+        ],
+    }
+    for mode, truth in truths.items():
+        lifted = engine.search(query, vector, replace(bounded.exhaustive(), mode=mode))
+        assert [hit.doc_id for hit in lifted] == truth, mode
+        tight = engine.search(query, vector, replace(bounded, mode=mode))
+        assert [hit.doc_id for hit in tight] != truth, f"{mode}: the bounds must bite for the test to tell"
 
 
 def test_modes(engine, encoder):

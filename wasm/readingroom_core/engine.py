@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from readingroom_core.analysis import contains_phrase
 from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
@@ -99,6 +99,12 @@ class SearchOptions:
     scan: int = DEFAULT_SCAN
     rescore: int = DEFAULT_RESCORE
     filters: Filters = field(default_factory=Filters)
+
+    def exhaustive(self) -> SearchOptions:
+        """The same search with every bound of the ranged indexes lifted: what the bounds' loss is measured
+        against. Named here, beside the bounds, so that a renamed or added bound cannot leave a benchmark
+        comparing one bounded search with another."""
+        return replace(self, postings_prefix=0, scan=0, rescore=0)
 
 
 @dataclass
