@@ -1,9 +1,11 @@
 """Passage vectors -> the ranged dense files the search core reads (`readingroom_core/denselists.py`).
 
-The rows are the HNSW file's int8 rows (same calibrated scale); they are grouped into about sqrt(N)
-coarse lists by spherical k-means, so a query reads a few lists' 1-bit codes and then the int8 rows of
-its best candidates, which lie together in the rows file because similar passages share a list; within a
-list the rows are grouped again, by a smaller k-means, so that those candidates also lie in few runs.
+The rows are the HNSW file's int8 rows (same calibrated scale); they are grouped into coarse lists of
+about ROWS_PER_LIST rows by spherical k-means, so a query reads a few dozen lists' 1-bit codes and then
+the int8 rows of its best candidates, which lie together in the rows file because similar passages share
+a list; within a list the rows are grouped again, by a smaller k-means, so that those candidates also lie
+in few runs. A row's code is the sign of its residual from its list's mean row, with one byte for the
+residual's weight: the estimate a query ranks the codes by (see `denselists.code_scorer`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from readingroom_core.denselists import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, Dense
 # 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's 16-byte checksum
 # costs 4% of its 384 bytes, in the lists file.
 BLOCK_ROWS = 1
+# Most rows in a coarse list: a query scans a budget of rows (denselists.DEFAULT_SCAN), so the lists' size, not
+# their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows; the tuning
+# questions, scan 4,096, rescore 200, recall@10 against the exact int8 scan): about sqrt(N) lists of 917
+# rows 0.66 (residual codes; the codes of the rows' own signs, 0.67); 512 rows 0.77; 256 rows 0.90; 128 rows
+# 0.97 (held out: report questions 0.92, the other sets 0.95). The centroids are loaded when semantic
+# search starts: 384 bytes a list, 2.5 MB at 10,000 papers.
+ROWS_PER_LIST = 128
+BATCH_ROWS = 65536  # rows whose residuals are held at once (100 MB as float32)
 KMEANS_SAMPLE = 65536  # rows the centroids are trained on (all rows are assigned)
 KMEANS_ITERATIONS = 12
 SEED = 0
@@ -32,9 +42,11 @@ class DenseFiles:
     lists: bytes
     rows: bytes
     list_of: bytes  # each doc id's list number, uint16
-    centroids: bytes
+    centroids: bytes  # each list's mean row, int8
     entries: tuple[ListEntry, ...]
     dims: int
+    centroid_scale: float  # row units per step of a centroid
+    residual_scale: float  # row units per step of a residual weight
 
     def directory(self, lists_path: str, rows_path: str, list_of_path: str) -> DenseDirectory:
         block = 2 * LIST_OF_BLOCK_DOCS
@@ -48,6 +60,8 @@ class DenseFiles:
             lists_path,
             rows_path,
             self.centroids,
+            self.centroid_scale,
+            self.residual_scale,
             self.entries,
             list_of_path,
             list_of_blocks,
@@ -55,6 +69,12 @@ class DenseFiles:
 
 
 def list_count(rows: int) -> int:
+    """Lists of at most ROWS_PER_LIST rows; below 16,384 rows, sqrt(rows) lists of fewer (the 112-paper
+    site keeps its 98 lists)."""
+    return max(1, math.ceil(rows / ROWS_PER_LIST), round(math.sqrt(rows)))
+
+
+def sub_cluster_count(rows: int) -> int:
     return max(1, round(math.sqrt(rows)))
 
 
@@ -92,7 +112,9 @@ def grouped(unit: np.ndarray) -> np.ndarray:
     papers (28 questions) its row requests fall from a median of 100.5 to 31.5, its row bytes 215 -> 202 KB."""
     if len(unit) < 2:
         return np.arange(len(unit))
-    return np.argsort(assign(unit, chained(spherical_kmeans(unit, list_count(len(unit))))), kind="stable")
+    return np.argsort(
+        assign(unit, chained(spherical_kmeans(unit, sub_cluster_count(len(unit))))), kind="stable"
+    )
 
 
 def assign(unit: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.ndarray:
@@ -117,10 +139,23 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
     if len(centroids) > 1 << 16:
         raise ValueError(f"{len(centroids)} lists: the list-of file holds list numbers as uint16")
     assigned = assign(unit, centroids) if n else np.zeros(0, dtype=np.int64)
-    scale = 127 / max(float(np.abs(centroids).max(initial=0)), 1e-12)
-    centroid_rows = np.clip(np.rint(centroids * scale), -127, 127).astype(np.int8)
-    by_list = np.lexsort((np.arange(n), assigned))
     sizes = [int(size) for size in np.bincount(assigned, minlength=len(centroids))]
+    by_list = np.lexsort((np.arange(n), assigned))
+    centres, centroid_scale = list_means(rows[by_list], sizes)
+    centre_rows = centres.astype(np.float32) * np.float32(centroid_scale)
+
+    def residuals(members: np.ndarray) -> np.ndarray:
+        return rows[members].astype(np.float32) - centre_rows[assigned[members]]
+
+    weights = np.concatenate(
+        [
+            residual_weights(residuals(np.arange(at, min(at + BATCH_ROWS, n))))
+            for at in range(0, n, BATCH_ROWS)
+        ]
+        or [np.zeros(0, dtype=np.float32)]
+    )
+    residual_scale = max(float(weights.max(initial=0)), 1e-12) / 255
+    weight_bytes = np.rint(weights / residual_scale).astype(np.uint8)
     members_of = np.split(by_list, np.cumsum(sizes)[:-1]) if n else []
     order = np.concatenate([members[grouped(unit[members])] for members in members_of]) if n else by_list
     lists, entries, slot = bytearray(), [], 0
@@ -132,8 +167,8 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
             hashlib.sha256(member_rows[i : i + BLOCK_ROWS].tobytes()).digest()[:ROW_SHA_BYTES]
             for i in range(0, size, BLOCK_ROWS)
         )
-        codes = np.packbits(member_rows > 0, axis=1, bitorder="little")
-        region = members.astype("<u4").tobytes() + codes.tobytes() + shas
+        codes = np.packbits(residuals(members) > 0, axis=1, bitorder="little")
+        region = members.astype("<u4").tobytes() + codes.tobytes() + weight_bytes[members].tobytes() + shas
         entries.append(
             ListEntry(slot, size, len(lists), len(lists) + len(region), hashlib.sha256(region).hexdigest())
         )
@@ -141,5 +176,35 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
         slot += size
     list_of = assigned.astype("<u2").tobytes()
     return DenseFiles(
-        bytes(lists), ordered_rows.tobytes(), list_of, centroid_rows.tobytes(), tuple(entries), dims
+        bytes(lists),
+        ordered_rows.tobytes(),
+        list_of,
+        centres.tobytes(),
+        tuple(entries),
+        dims,
+        centroid_scale,
+        residual_scale,
     )
+
+
+def list_means(rows_by_list: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, float]:
+    """Each list's mean row (rows given list by list), as int8, and the row units one of its steps stands
+    for: the centre a row's residual is taken from, and (its direction) the centroid a query ranks the
+    lists by."""
+    counts = np.array(sizes, dtype=np.int64)
+    sums = np.zeros((len(sizes), rows_by_list.shape[1]), dtype=np.float64)
+    filled = counts > 0
+    if filled.any():  # float32 sums of int8 rows are exact below 2^24 / 127 rows a list
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[filled]
+        sums[filled] = np.add.reduceat(rows_by_list.astype(np.float32), starts, axis=0)
+    means = sums / np.maximum(counts, 1)[:, None]
+    scale = max(float(np.abs(means).max(initial=0)), 1e-12) / 127
+    return np.clip(np.rint(means / scale), -127, 127).astype(np.int8), scale
+
+
+def residual_weights(residuals: np.ndarray) -> np.ndarray:
+    """|r|^2 / |r|_1 per residual r: the factor that turns a query's product with r's signs into an
+    estimate of its product with r, exact for a query along r (as RaBitQ scales its codes; at 10,000
+    papers it took recall@10 from 0.80 to 0.97 over the rows' own signs, see ROWS_PER_LIST)."""
+    first = np.abs(residuals).sum(axis=1)
+    return np.where(first > 0, (residuals**2).sum(axis=1) / np.where(first > 0, first, 1), 0.0)

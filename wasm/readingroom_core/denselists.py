@@ -3,19 +3,22 @@
 The build (`builder/stages/dense_lists.py`) clusters the passage vectors (spherical k-means, about
 sqrt(N) lists) and writes three files:
 
-- the directory (`files.dense`, checked by the manifest, read when semantic search starts): the int8
-  centroids (base64, row-major), per list its first slot, size, and byte range and sha256 in the
+- the directory (`files.dense`, checked by the manifest, read when semantic search starts): each list's
+  mean row as int8 (base64, row-major) and the row units a step of it stands for, the row units a step
+  of a residual weight stands for, per list its first slot, size, and byte range and sha256 in the
   lists file, and the sha256 of each block of the list-of file:
       {"v": FORMAT_VERSION, "dims", "block_rows": R, "lists_file": path, "rows_file": path,
-       "centroids": base64, "lists": [[first slot, count, start, end, sha256], ...],
+       "centroids": base64, "centroid_scale": float, "residual_scale": float,
+       "lists": [[first slot, count, start, end, sha256], ...],
        "list_of_file": path, "list_of_blocks": [sha256, ...]}
-- the lists file, per list: little-endian uint32 doc ids, the 1-bit sign code of each row (dims / 8
-  bytes, bit i = component i > 0), and the first 16 bytes of the sha256 of each block of R int8 rows;
+- the lists file, per list: little-endian uint32 doc ids, the 1-bit code of each row's residual from its
+  list's mean (dims / 8 bytes, bit i = component i of row - mean > 0), each residual's weight (one byte,
+  `residual_weights` in the build), and the first 16 bytes of the sha256 of each block of R int8 rows;
 - the rows file: the int8 rows (the very rows of the HNSW file) in list order, slot s at s * dims;
 - the list-of file: each doc id's list number, little-endian uint16, in blocks of LIST_OF_BLOCK_DOCS.
 
-A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their codes by their product with
-the query (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
+A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their rows by the product
+with the query that list mean, code and weight estimate (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
 cosine the HNSW reader computes (`hnsw.py`: the query held as 15-bit integers). With every list probed
 and every row rescored, the search is exact over the int8 rows. A filter that allows few chunks (one
 paper: "Search in this paper") reads the lists that hold them, found in the list-of file, instead of
@@ -69,7 +72,9 @@ class DenseDirectory:
     block_rows: int
     lists_file: str
     rows_file: str
-    centroids: bytes  # int8, len(lists) x dims
+    centroids: bytes  # each list's mean row, int8, len(lists) x dims
+    centroid_scale: float  # row units per step of a centroid
+    residual_scale: float  # row units per step of a residual weight
     lists: tuple[ListEntry, ...]
     list_of_file: str = ""  # none in a site built before it: a filter then widens its scan
     list_of_blocks: tuple[str, ...] = ()
@@ -82,6 +87,8 @@ class DenseDirectory:
             "lists_file": self.lists_file,
             "rows_file": self.rows_file,
             "centroids": base64.b64encode(self.centroids).decode("ascii"),
+            "centroid_scale": self.centroid_scale,
+            "residual_scale": self.residual_scale,
             "lists": [[e.first_slot, e.count, e.start, e.end, e.sha256] for e in self.lists],
         }
         if self.list_of_file:
@@ -101,6 +108,8 @@ class DenseDirectory:
             data["lists_file"],
             data["rows_file"],
             centroids,
+            float(data["centroid_scale"]),
+            float(data["residual_scale"]),
             lists,
             data.get("list_of_file", ""),
             tuple(str(sha) for sha in data.get("list_of_blocks", ())),
@@ -113,10 +122,12 @@ def read_dense_directory(data: bytes | str, what: str = "dense directory") -> De
 
 @dataclass(frozen=True)
 class ListData:
-    """One list as read: its rows' doc ids, their codes as integers, and the sha256 prefix of each row block."""
+    """One list as read: its rows' doc ids, their codes as integers, their residual weights, and the sha256
+    prefix of each row block."""
 
     doc_ids: list[int]
     codes: list[int]
+    weights: bytes
     row_shas: list[str]
 
 
@@ -133,12 +144,13 @@ QUERY_PLANES = 6  # bits of the query held against the 1-bit codes
 
 
 def code_scorer(fine: Sequence[int]) -> Callable[[int], int]:
-    """The query's product with a code's row of +-1 (bit i set: component i positive), up to a constant
-    and a positive factor: the query in QUERY_PLANES bit planes, so a code costs a few popcounts.
+    """The query's product with a code's row of +-1 (bit i set: +1), in the query's units: the query in
+    QUERY_PLANES bit planes, so a code costs a few popcounts.
 
-    Sum(q_i * s_i) over the set bits s_i, with q_i = low + sum_b 2^b * plane_b(i), is
-    low * popcount(code) + sum_b 2^b * popcount(plane_b & code); the +-1 product is twice that less sum(q).
-    Asymmetric (the query keeps its magnitudes) it ranks far better than the Hamming distance of signs.
+    With q_i ~ step * (offset + level_i) and level_i = sum_b 2^b * plane_b(i), the sum over the set bits
+    is offset * popcount(code) + sum_b 2^b * popcount(plane_b & code); the +-1 product is twice that less
+    the sum over every bit. Asymmetric (the query keeps its magnitudes) it ranks far better than the
+    Hamming distance of signs.
     """
     low, high = min(fine), max(fine)
     step = max(1, -(-(high - low) // ((1 << QUERY_PLANES) - 1)))
@@ -151,10 +163,11 @@ def code_scorer(fine: Sequence[int]) -> Callable[[int], int]:
                 plane |= 1 << i
         planes.append(plane)
     offset = low // step
+    every_bit = sum(levels) + offset * len(fine)
     p0, p1, p2, p3, p4, p5 = planes  # QUERY_PLANES of them
 
-    def score(code: int) -> int:  # unrolled: a generator over the planes took half as long again
-        return (
+    def product(code: int) -> int:  # unrolled: a generator over the planes took half as long again
+        set_bits = (
             offset * code.bit_count()
             + (p0 & code).bit_count()
             + 2 * (p1 & code).bit_count()
@@ -163,8 +176,9 @@ def code_scorer(fine: Sequence[int]) -> Callable[[int], int]:
             + 16 * (p4 & code).bit_count()
             + 32 * (p5 & code).bit_count()
         )
+        return step * (2 * set_bits - every_bit)
 
-    return score
+    return product
 
 
 class DenseLists:
@@ -180,13 +194,12 @@ class DenseLists:
         ]
         self._lists: dict[int, ListData] = {}
 
-    def nearest_lists(self, fine: Sequence[int], scan: int) -> list[int]:
-        """The lists whose centroids are closest in cosine, nearest first, until they hold `scan` rows
-        (0: every list)."""
+    def nearest_lists(self, products: Sequence[int], scan: int) -> list[int]:
+        """The lists whose centroids are closest in cosine (from the query's `products` with them), nearest
+        first, until they hold `scan` rows (0: every list)."""
         count = len(self._centroid_norms)
         if scan <= 0 or scan >= self.size:
             return list(range(count))
-        products = self._centroids.products(fine)
         scores = [product * norm for product, norm in zip(products, self._centroid_norms, strict=True)]
         chosen, rows = [], 0
         for number in sorted(range(count), key=lambda i: (-scores[i], i)):
@@ -228,9 +241,10 @@ class DenseLists:
                 int.from_bytes(data[codes_at + i * code_bytes : codes_at + (i + 1) * code_bytes], "little")
                 for i in range(m)
             ]
-            shas_at = codes_at + m * code_bytes
+            weights_at = codes_at + m * code_bytes
+            shas_at = weights_at + m
             shas = [data[at : at + ROW_SHA_BYTES].hex() for at in range(shas_at, len(data), ROW_SHA_BYTES)]
-            self._lists[number] = ListData(doc_ids.tolist(), codes, shas)
+            self._lists[number] = ListData(doc_ids.tolist(), codes, data[weights_at:shas_at], shas)
         return [self._lists[n] for n in numbers]
 
     def search(
@@ -249,12 +263,14 @@ class DenseLists:
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
         fine = fine_query(query)
+        products = self._centroids.products(fine)
         while True:
-            found = self._search(fine, limit, self.nearest_lists(fine, scan), rescore, allowed)
+            numbers = self.nearest_lists(products, scan)
+            found = self._search(fine, products, limit, numbers, rescore, allowed)
             if len(found) >= limit or not widen or scan <= 0 or scan >= self.size:
                 return found
             if allowed_docs is not None and self.reads_holders(len(allowed_docs), limit):
-                return self._search(fine, limit, self.lists_holding(allowed_docs), rescore, allowed)
+                return self._search(fine, products, limit, self.lists_holding(allowed_docs), rescore, allowed)
             scan *= 2
 
     def reads_holders(self, allowed: int, limit: int) -> bool:
@@ -287,17 +303,25 @@ class DenseLists:
     def _search(
         self,
         fine: list[int],
+        products: Sequence[int],
         limit: int,
         numbers: Sequence[int],
         rescore: int,
         allowed: Callable[[int], bool] | None,
     ) -> list[tuple[int, float]]:
-        score = code_scorer(fine)
-        ranked = []  # (minus the code's score, doc id, list number, position in the list)
+        """The best `rescore` rows of these lists by their estimated product with the query (the list
+        mean's, plus the residual's: its code's times its weight), rescored exactly."""
+        product_of = code_scorer(fine)
+        d = self.directory
+        ranked = []  # (minus the estimated product, doc id, list number, position in the list)
         for number, data in zip(numbers, self._read_lists(numbers), strict=True):
-            for position, (doc_id, code) in enumerate(zip(data.doc_ids, data.codes, strict=True)):
+            mean = products[number] * d.centroid_scale
+            for position, (doc_id, code, weight) in enumerate(
+                zip(data.doc_ids, data.codes, data.weights, strict=True)
+            ):
                 if allowed is None or allowed(doc_id):
-                    ranked.append((-score(code), doc_id, number, position))
+                    estimate = mean + weight * d.residual_scale * product_of(code)
+                    ranked.append((-estimate, doc_id, number, position))
         keep = max(rescore, limit) if rescore > 0 else len(ranked)
         if keep < len(ranked):
             ranked = heapq.nsmallest(keep, ranked)

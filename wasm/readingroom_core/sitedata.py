@@ -36,11 +36,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 6  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+FORMAT_VERSION = 7  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: varint postings
 # pages, a dictionary entry names its first pages (the rest's records lie before them), no HNSW file in
 # the site, a paper's record holds its text's checksum (the manifest no longer lists the texts); 6: a file
-# that gzip shrinks is stored only as its .gz (readers unpack it: ranges.folder_reader, the worker)
+# that gzip shrinks is stored only as its .gz (readers unpack it: ranges.folder_reader, the worker); 7: the
+# dense lists' codes are their rows' residuals from the list's mean, with a weight byte a row
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
