@@ -22,12 +22,12 @@ from readingroom_core.denselists import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, Dense
 # 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's 16-byte checksum
 # costs 4% of its 384 bytes, in the lists file.
 BLOCK_ROWS = 1
-# Most rows in a coarse list: a query scans a budget of rows (denselists.DEFAULT_SCAN), so the lists' size, not
-# their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows; the tuning
-# questions, scan 4,096, rescore 200, recall@10 against the exact int8 scan): about sqrt(N) lists of 917
-# rows 0.66 (residual codes; the codes of the rows' own signs, 0.67); 512 rows 0.77; 256 rows 0.90; 128 rows
-# 0.97 (held out: report questions 0.92, the other sets 0.95). The centroids are loaded when semantic
-# search starts: 384 bytes a list, 2.5 MB at 10,000 papers.
+# Rows in a coarse list, on average: a query scans a budget of rows (denselists.DEFAULT_SCAN), so the
+# lists' size, not their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows;
+# the tuning questions, scan 4,096, rescore 200, recall@10 against the exact int8 scan): about sqrt(N)
+# lists of 917 rows 0.66 (residual codes; the codes of the rows' own signs, 0.67); 512 rows 0.77; 256
+# rows 0.90; 128 rows 0.97 (held out: report questions 0.92, the other sets 0.95). The centroids are
+# loaded when semantic search starts: 384 bytes a list, 2.5 MB at 10,000 papers.
 ROWS_PER_LIST = 128
 BATCH_ROWS = 65536  # rows whose residuals are held at once (100 MB as float32)
 KMEANS_SAMPLE = 65536  # rows the centroids are trained on (all rows are assigned)
@@ -69,8 +69,8 @@ class DenseFiles:
 
 
 def list_count(rows: int) -> int:
-    """Lists of at most ROWS_PER_LIST rows; below 16,384 rows, sqrt(rows) lists of fewer (the 112-paper
-    site keeps its 98 lists)."""
+    """Lists of ROWS_PER_LIST rows on average; below 16,384 rows, sqrt(rows) lists of fewer (the
+    112-paper site keeps its 98 lists)."""
     return max(1, math.ceil(rows / ROWS_PER_LIST), round(math.sqrt(rows)))
 
 

@@ -1,7 +1,7 @@
 """Dense search a query reads by range: coarse lists of 1-bit codes, then int8 rescoring of the best.
 
-The build (`builder/stages/dense_lists.py`) clusters the passage vectors (spherical k-means, about
-sqrt(N) lists) and writes three files:
+The build (`builder/stages/dense_lists.py`) clusters the passage vectors (spherical k-means, lists of 128
+rows on average, fewer on a small site) and writes four files:
 
 - the directory (`files.dense`, checked by the manifest, read when semantic search starts): each list's
   mean row as int8 (base64, row-major) and the row units a step of it stands for, the row units a step
@@ -18,11 +18,12 @@ sqrt(N) lists) and writes three files:
 - the list-of file: each doc id's list number, little-endian uint16, in blocks of LIST_OF_BLOCK_DOCS.
 
 A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their rows by the product
-with the query that list mean, code and weight estimate (`code_scorer`), and rescores the best `rescore` by their int8 rows, read by range, with the exact
-cosine the HNSW reader computes (`hnsw.py`: the query held as 15-bit integers). With every list probed
-and every row rescored, the search is exact over the int8 rows. A filter that allows few chunks (one
-paper: "Search in this paper") reads the lists that hold them, found in the list-of file, instead of
-widening the scan until enough are found, which at 10,000 papers read every list (57 MB).
+with the query that a list's mean, a row's code and its weight estimate (`code_scorer`), and rescores the
+best `rescore` by their int8 rows, read by range, with the exact cosine the HNSW reader computes
+(`hnsw.py`: the query held as 15-bit integers). With every list probed and every row rescored, the
+search is exact over the int8 rows. A filter that allows few chunks (one paper: "Search in this paper")
+reads the lists that hold them, found in the list-of file, instead of widening the scan until enough are
+found, which at 10,000 papers read every list (57 MB).
 """
 
 from __future__ import annotations
