@@ -197,18 +197,25 @@ class DenseLists:
 
     def nearest_lists(self, products: Sequence[int], scan: int) -> list[int]:
         """The lists whose centroids are closest in cosine (from the query's `products` with them), nearest
-        first, until they hold `scan` rows (0: every list)."""
+        first (ties: the lower number), until they hold `scan` rows (0: every list). Only the best few are
+        ordered, about twice as many as hold `scan` rows on average: at 10,000 papers (6,579 lists)
+        ordering them all took 2.9 ms a query in CPython, this 0.45."""
         count = len(self._centroid_norms)
         if scan <= 0 or scan >= self.size:
             return list(range(count))
         scores = [product * norm for product, norm in zip(products, self._centroid_norms, strict=True)]
-        chosen, rows = [], 0
-        for number in sorted(range(count), key=lambda i: (-scores[i], i)):
-            chosen.append(number)
-            rows += self.directory.lists[number].count
-            if rows >= scan:
-                break
-        return chosen
+        wanted = 2 * -(-scan * count // self.size) + 8
+        while True:
+            best = heapq.nlargest(min(wanted, count), range(count), key=scores.__getitem__)  # stable
+            chosen, rows = [], 0
+            for number in best:
+                chosen.append(number)
+                rows += self.directory.lists[number].count
+                if rows >= scan:
+                    return chosen
+            if wanted >= count:
+                return chosen
+            wanted *= 4
 
     def every_row(self) -> list[list[int]]:
         """Every passage's int8 row, by doc id (each list and row block read once): for a benchmark that
