@@ -2,6 +2,7 @@
 
 import json
 import os
+import platform
 import shutil
 import tomllib
 from pathlib import Path
@@ -70,6 +71,63 @@ def build(session: nox.Session) -> None:
     session.run(*args)
 
 
+def bench_gpu(session: nox.Session, work: Path) -> None:
+    """scripts/bench_gpu.py's steps, where torch sees a CUDA GPU (a CUDA build of torch installed over
+    the pinned CPU wheel); elsewhere its record stays as a lent GPU machine left it."""
+    probe = "from builder.stages.embed import nvidia_gpu_here; import torch; print(nvidia_gpu_here() and torch.cuda.get_device_name(0))"
+    gpu = str(session.run("python", "-c", probe, silent=True)).strip().splitlines()[-1]
+    if gpu == "False":
+        session.log("no CUDA GPU visible to torch: scripts/bench_gpu.py skipped, its record kept")
+        return
+    data, script = work / "gpu", "scripts/bench_gpu.py"
+    session.run(
+        "python",
+        script,
+        "prepare",
+        "--mirror",
+        str(MIRROR),
+        "--cache",
+        str(work / "cache"),
+        "--beir",
+        str(SHARED / "beir-scifact"),
+        "--out",
+        str(data),
+    )
+    logs = {"embed": data / "embed.log", "build": data / "build.log", "beir": data / "beir.json"}
+    steps = {
+        "embed": ["embed", "--data", str(data), "--out", str(data)],
+        "build": [
+            "build",
+            "--pdfs",
+            str(MIRROR / "pdf"),
+            "--meta",
+            str(MIRROR / "meta"),
+            "--papers",
+            "2560",
+            "--work",
+            str(work / "gpu-build"),
+        ],
+        "beir": ["beir", "--vectors", str(data / "scifact-gpu.npy"), "--beir", str(SHARED / "beir-scifact")],
+    }
+    for name, args in steps.items():
+        logs[name].write_text(str(session.run("python", script, *args, silent=True)))
+    machine = f"{os.cpu_count()},{platform.system()} {platform.machine()},{platform.python_version()},{gpu}"
+    session.run(
+        "python",
+        script,
+        "record",
+        "--embed",
+        str(logs["embed"]),
+        "--build",
+        str(logs["build"]),
+        "--beir",
+        str(logs["beir"]),
+        "--machine",
+        machine,
+        *[arg for args in steps.values() for arg in ("--command", " ".join([script, *args]))],
+    )
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Whole-mirror and BEIR measurements (tens of minutes on 2 cores), recorded in docs/measurements.md."""
@@ -84,6 +142,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
     session.run("python", "scripts/bench_embed.py", *mirror, "--cache", str(work / "cache"), "--record")
     session.run("python", "scripts/bench_ray.py", *mirror, "--work", str(work.parent / "ray"), "--record")
+    bench_gpu(session, work)
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
     session.run("python", "scripts/bench_navigation.py", *site, "--record")

@@ -170,6 +170,14 @@ def _add_build_commands(commands) -> None:
         f"base_url of the corpus file (default: ${BASE_URL_ENV} if set)",
     )
     _parse_limit_args(build)
+    build.add_argument(
+        "--embed-device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where chunks are embedded: cuda runs the model in float16 on a GPU (torch with CUDA), cpu its "
+        "fp32 ONNX export; each keeps its own vectors in the cache (they differ in the last digits). auto "
+        "(default) takes a GPU where torch sees one, or where the Ray cluster has one",
+    )
     _ray_args(build)
 
     fetch_cmd = commands.add_parser(

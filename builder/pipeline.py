@@ -49,6 +49,7 @@ class BuildOptions:
     parse_limits: ParseLimits = DEFAULT_LIMITS  # time and memory for one paper's parsing
     ray: str | None = None  # parse and embed on Ray: "" = RAY_ADDRESS or a local instance, else its address
     ray_workers: int | None = None  # embedding actors (default: one per GPU, else one per node)
+    embed_device: str = "auto"  # embed.DEVICES: the GPU engine where there is a GPU, unless "cpu"
 
 
 @dataclass
@@ -148,16 +149,31 @@ def embed_papers(
     options: BuildOptions,
     report: BuildReport,
     cluster: Cluster | None = None,
+    engine: str = embed.DOCUMENT_ENGINE,
 ) -> embed.Embedded:
-    """On a cluster, the new vectors are made there and put in the cache; the stage then finds them."""
-    model_dir = resolve_model_dir(corpus.settings.model)
+    """On a cluster, the new vectors are made there and put in the cache; the stage then finds them.
+    `engine` was chosen before the build began (embed.choose_engine), so a GPU asked for and missing
+    stops it before any paper is fetched."""
+    settings = corpus.settings
+    model_dir = resolve_model_dir(settings.model)
     with report.timed("embed"):
-        on_cluster = cluster.embed(papers, corpus.settings, model_dir, options.cache_dir) if cluster else 0
+        identity = embed.identify(
+            settings.model, model_dir, settings.query_prefix, settings.document_prefix, engine
+        )
+        on_cluster = cluster.embed(papers, identity, model_dir, options.cache_dir) if cluster else 0
         embedded, stats = embed.embed_ingested(
-            papers, corpus.settings, model_dir, options.cache_dir, options.progress
+            papers, identity, model_dir, options.cache_dir, options.progress
         )
     report.embedded_chunks = on_cluster + stats.embedded
     return embedded
+
+
+def gpu_to_embed_on(options: BuildOptions, cluster: Cluster | None) -> bool:
+    """Whether the embedding can run on a GPU: the cluster's workers' where there is a cluster, else
+    this machine's (not looked for when the CPU was asked for)."""
+    if cluster is not None:
+        return cluster.plan.gpus_per_actor > 0
+    return options.embed_device != "cpu" and embed.nvidia_gpu_here()
 
 
 @contextmanager
@@ -229,9 +245,12 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     indexed no paper leaves the old site as it was."""
     corpus = load_corpus(options)
     with cluster_for(options) as cluster:
+        engine = embed.choose_engine(options.embed_device, gpu_to_embed_on(options, cluster))
         result = ingest(corpus, options, cluster)
         embedded = (
-            embed_papers(result.papers, corpus, options, result.report, cluster) if result.papers else None
+            embed_papers(result.papers, corpus, options, result.report, cluster, engine)
+            if result.papers
+            else None
         )
     stop_if_heard()
     if embedded is not None:

@@ -62,6 +62,11 @@ BENCHES = {
     ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
     "ray": ("Builds on Ray", "scripts/bench_ray.py: a cold-embed build, local and on a local Ray instance."),
+    "gpu": (
+        "Builds on a GPU machine",
+        "scripts/bench_gpu.py: the GPU engine's chunks/s and cosine to the CPU engine's, and the parse and "
+        "embed stages of local and Ray builds on a lent GPU machine, with a projection for 10,000 papers.",
+    ),
     "scale": (
         "Lists of 1,000 and 10,000 papers",
         "scripts/bench_scale.py: synthetic lists (the mirror's text recombined, perturbed real vectors) "

@@ -1,17 +1,22 @@
-"""Chunk vectors: the onnxruntime DocumentEncoder gives sentence-transformers' vectors, its engine is part
-of the cache key, and a rebuild with every vector cached never starts it."""
+"""Chunk vectors: the onnxruntime DocumentEncoder gives sentence-transformers' vectors, the GPU engine's
+code gives them too, the engine is part of the cache key, and a rebuild with every vector cached never
+starts it."""
 
 import gzip
 import json
 import random
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 
 from builder.stages import embed
 from builder.stages.encoder import document_encoder_path
+from builder.stages.encoder.on_gpu import GPU_ENGINE, TorchDocumentEncoder
 from readingroom_core.ranges import folder_reader
 
 LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces
@@ -78,3 +83,62 @@ def test_a_rebuild_with_nothing_new_never_starts_the_model(
     report = json.loads((tmp_path / "site" / "build-report.json").read_text())
     assert report["embedded_chunks"] == 0
     assert not export.exists()
+
+
+def test_the_gpu_engine_code_gives_the_cpu_engines_vectors_when_run_in_float32(built_sites, model_dir):
+    """The GPU engine's forward (torch, length batches, float32 pooling) run on the CPU in float32:
+    what differs on a GPU is only the device and float16 (scripts/bench_gpu.py measures those)."""
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    cpu = embed.DocumentEncoder(model_dir, identity, document_encoder_path(built_sites.cache, identity))
+    gpu_code = TorchDocumentEncoder(model_dir, identity, device="cpu", dtype="float32", batch=5)
+    texts = texts_of(built_sites.second) + [LONG, "  padded short text  ", "x"]
+    ours = embed.encode(gpu_code, texts)
+    assert ours.shape == (len(texts), 384)
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(ours * embed.encode(cpu, texts), axis=1))) >= 0.99999
+    assert np.max(ours @ ours.T - np.eye(len(texts))) < 0.99  # each row is its own text's
+
+
+def test_the_engine_follows_the_device_asked_for_and_a_missing_gpu_is_one_clear_error(model_dir):
+    assert embed.choose_engine("auto", gpu=False) == embed.DOCUMENT_ENGINE
+    assert embed.choose_engine("auto", gpu=True) == GPU_ENGINE
+    assert embed.choose_engine("cpu", gpu=True) == embed.DOCUMENT_ENGINE
+    assert embed.choose_engine("cuda", gpu=True) == GPU_ENGINE
+    with pytest.raises(embed.EmbedDeviceError, match="--embed-device cpu"):
+        embed.choose_engine("cuda", gpu=False)
+    on_gpu = embed.identify("all-MiniLM-L6-v2", model_dir, "", "", GPU_ENGINE)
+    assert on_gpu.cache_key != embed.identify("all-MiniLM-L6-v2", model_dir, "", "").cache_key
+    assert embed.group_size(on_gpu) > embed.GROUP
+    assert isinstance(embed.document_encoder(model_dir, on_gpu, model_dir), TorchDocumentEncoder)
+
+
+def test_a_build_asking_for_a_gpu_on_a_machine_without_one_stops_before_fetching(tmp_path, generated_mirror):
+    if embed.nvidia_gpu_here():
+        pytest.skip("this machine has a CUDA GPU")
+    corpus = write_corpus(tmp_path / "corpus.toml", SMALL_PAPERS)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(tmp_path / "site"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--mirror",
+            str(generated_mirror),
+            "--offline",
+            "--no-progress",
+            "--embed-device",
+            "cuda",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--embed-device cuda: no CUDA GPU" in done.stderr
+    assert not (tmp_path / "cache" / "papers").exists() and not (tmp_path / "site").exists()

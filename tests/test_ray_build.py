@@ -19,7 +19,11 @@ import pytest
 from conftest import SMALL_PAPERS, write_corpus
 from support import corpus
 
+from builder.distributed import Cluster
 from builder.distributed.cluster import Plan, plan_actors
+from builder.pipeline import BuildOptions, gpu_to_embed_on
+from builder.stages import embed
+from builder.stages.encoder.on_gpu import GPU_ENGINE
 
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
@@ -213,3 +217,17 @@ def test_the_actor_pool_leaves_room_for_the_steps_that_feed_it(resources, nodes,
     plan = plan_actors(resources, nodes, workers)
     assert plan == expected
     assert plan.actors * plan.cpus_per_actor < resources["CPU"]
+
+
+@pytest.mark.parametrize(
+    ("plan", "device", "engine"),
+    [
+        (Plan(1, 1.0, 1.0, 16), "auto", GPU_ENGINE),  # the cluster's GPU, whatever the driver has
+        (Plan(1, 1.0, 0.0, 2), "auto", embed.DOCUMENT_ENGINE),
+        (Plan(1, 1.0, 1.0, 16), "cpu", embed.DOCUMENT_ENGINE),
+    ],
+)
+def test_a_cluster_embeds_on_gpus_where_its_workers_have_them(plan, device, engine, tmp_path):
+    options = BuildOptions(tmp_path / "list.toml", tmp_path / "site", tmp_path / "cache", embed_device=device)
+    cluster = Cluster(plan, progress=False)
+    assert embed.choose_engine(device, gpu_to_embed_on(options, cluster)) == engine

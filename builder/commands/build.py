@@ -57,6 +57,7 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
         parse_limits=_parse_limits(args),
         ray=getattr(args, "ray", None),
         ray_workers=getattr(args, "ray_workers", None),
+        embed_device=getattr(args, "embed_device", "auto"),
     )
 
 
@@ -78,19 +79,20 @@ def _base_url(args: argparse.Namespace) -> str | None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from builder.pipeline import build
+    from builder.stages.embed import EmbedDeviceError
     from builder.stages.index import hnsw_path
 
     options = build_options(args, args.out)
-    if options.ray is None:
-        report, code = build(options)
-    else:
+    stopping: tuple[type[Exception], ...] = (EmbedDeviceError,)
+    if options.ray is not None:
         from builder.distributed import ClusterError
 
-        try:
-            report, code = build(options)
-        except ClusterError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+        stopping += (ClusterError,)
+    try:
+        report, code = build(options)
+    except stopping as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     for line in report.summary_lines():
         print(line)
     if code and report.papers == 0:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.distributed.cluster import ClusterError, Plan, connected, current_plan, resolve_address
-from builder.models import Failure, FetchedPaper, IngestedPaper, ParsedPaper, Settings
+from builder.models import Failure, FetchedPaper, IngestedPaper, ParsedPaper
+from builder.stages.embed import ModelIdentity
 from builder.stages.parse.bounded import ParseLimits
 
 __all__ = ["Cluster", "ClusterError", "ray_cluster"]
@@ -36,11 +37,13 @@ class Cluster:
 
         return parse_on_cluster(papers, cache_dir, limits, self.progress)
 
-    def embed(self, papers: list[IngestedPaper], settings: Settings, model_dir: Path, cache_dir: Path) -> int:
+    def embed(
+        self, papers: list[IngestedPaper], identity: ModelIdentity, model_dir: Path, cache_dir: Path
+    ) -> int:
         """The vectors of texts new to the cache, put there; the number of chunks embedded."""
         from builder.distributed.embedding import embed_on_cluster
 
-        return embed_on_cluster(papers, settings, model_dir, cache_dir, self.plan, self.progress)
+        return embed_on_cluster(papers, identity, model_dir, cache_dir, self.plan, self.progress)
 
 
 @contextmanager

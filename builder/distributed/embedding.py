@@ -19,9 +19,8 @@ import numpy as np
 from tqdm import tqdm
 
 from builder.distributed.cluster import ClusterError, Plan
-from builder.models import IngestedPaper, Settings
+from builder.models import IngestedPaper
 from builder.stages import embed
-from builder.stages.encoder import document_encoder_path
 
 GROUPS_PER_CALL = 1  # model groups per actor call: measured (scripts/bench_ray.py); a retry redoes one
 
@@ -36,7 +35,7 @@ class Pending:
 
 
 def pending_groups(
-    jobs: list[tuple[str, list[str], list[str]]], cache: embed.EmbeddingCache
+    jobs: list[tuple[str, list[str], list[str]]], cache: embed.EmbeddingCache, group: int
 ) -> list[Pending]:
     """The texts no earlier build embedded (a killed build's checkpoints count), in the local build's
     model groups."""
@@ -47,7 +46,7 @@ def pending_groups(
             key = embed.text_key(text_id, text)
             if key not in cached:
                 todo.append((arxiv_id, key, text))
-    groups = embed.model_batches([text for _, _, text in todo])
+    groups = embed.model_batches([text for _, _, text in todo], group)
     return [
         Pending([todo[i][0] for i in group], [todo[i][1] for i in group], [todo[i][2] for i in group])
         for group in groups
@@ -57,54 +56,54 @@ def pending_groups(
 class GroupEncoder:
     """A Ray Data actor: the model, started once, embeds one group of texts per row."""
 
-    def __init__(self, model_dir: str, identity: embed.ModelIdentity, onnx_path: str, threads: int):
-        self.model = embed.DocumentEncoder(Path(model_dir), identity, Path(onnx_path), threads)
+    def __init__(self, model_dir: str, identity: embed.ModelIdentity, cache_dir: str, threads: int):
+        self.model = embed.document_encoder(Path(model_dir), identity, Path(cache_dir), threads)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         vectors = [embed.encode(self.model, json.loads(str(texts))).tobytes() for texts in batch["texts"]]
         return {"group": batch["group"], "vectors": np.array(vectors, dtype=object)}
 
 
-def bound_encoder(model_dir: str, identity: embed.ModelIdentity, onnx_path: str, threads: int) -> type:
+def bound_encoder(model_dir: str, identity: embed.ModelIdentity, cache_dir: str, threads: int) -> type:
     """GroupEncoder with its arguments inside the class (shipped with it), not in Ray's object store,
     where a restarted actor could find them gone (ray-project/ray#53727)."""
 
     class BoundEncoder(GroupEncoder):
         def __init__(self) -> None:
-            super().__init__(model_dir, identity, onnx_path, threads)
+            super().__init__(model_dir, identity, cache_dir, threads)
 
     return BoundEncoder
 
 
 def embed_on_cluster(
     papers: list[IngestedPaper],
-    settings: Settings,
+    identity: embed.ModelIdentity,
     model_dir: Path,
     cache_dir: Path,
     plan: Plan,
     progress: bool,
 ) -> int:
     """Put the vectors of every text new to the cache into the cache; the number of chunks (not
-    titles and abstracts) embedded."""
-    identity = embed.identify(settings.model, model_dir, settings.query_prefix, settings.document_prefix)
+    titles and abstracts) embedded. The actors ask for a GPU only when the engine runs on one."""
+    from builder.stages.encoder.on_gpu import GPU_ENGINE
+
     cache = embed.EmbeddingCache(cache_dir, identity)
-    groups = pending_groups(embed.embedding_jobs(papers, identity), cache)
+    groups = pending_groups(embed.embedding_jobs(papers, identity), cache, embed.group_size(identity))
     if not groups:
         return 0
     import ray.data
     from ray.data import ActorPoolStrategy
 
     rows = [{"group": n, "texts": json.dumps(group.texts)} for n, group in enumerate(groups)]
-    encoder = bound_encoder(
-        str(model_dir), identity, str(document_encoder_path(cache_dir, identity)), plan.threads
-    )
+    encoder = bound_encoder(str(model_dir), identity, str(cache_dir), plan.threads)
+    gpus = plan.gpus_per_actor if identity.engine == GPU_ENGINE else 0.0
     vectors = ray.data.from_items(rows).map_batches(
         encoder,
         batch_size=GROUPS_PER_CALL,
         batch_format="numpy",
         compute=ActorPoolStrategy(size=plan.actors),
         num_cpus=plan.cpus_per_actor,
-        num_gpus=plan.gpus_per_actor or None,
+        num_gpus=gpus or None,
     )
     total = sum(len(group.texts) for group in groups)
     with tqdm(total=total, desc="embed (ray)", unit="chunk", disable=not progress) as bar:

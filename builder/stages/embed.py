@@ -2,7 +2,8 @@
 
 Chunks go through the model's ONNX export under onnxruntime with fused BERT kernels (DocumentEncoder),
 not sentence-transformers' torch: the same vectors (min cosine 0.99999 to sentence-transformers' on the
-mirror) at a fraction of the time on two cores (`nox -s bench` measures both). The model is started
+mirror) at a fraction of the time on two cores (`nox -s bench` measures both). Where torch sees a CUDA
+GPU, the GPU engine (encoder/on_gpu.py) runs instead (`build --embed-device`). The model is started
 only when some chunk is not cached, so a rebuild where nothing changed never loads it.
 
 Faster settings that were measured and not taken (scripts/bench_embed.py, docs/measurements.md):
@@ -26,7 +27,7 @@ import os
 import shutil
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
-from builder.models import IngestedPaper, Settings, file_stem
+from builder.models import IngestedPaper, file_stem
 from builder.scratch import write_atomically, write_text_atomically
 from builder.stages.encoder import document_encoder_path
 
@@ -80,10 +81,11 @@ SANITY_PAIRS = (
 
 
 # What computes the chunk vectors; part of the cache key, since another engine's vectors differ in
-# their last digits.
+# their last digits. The GPU engine (builder/stages/encoder/on_gpu.py) has its own name there.
 DOCUMENT_ENGINE = "onnxruntime-fp32/1"
 DOCUMENT_BATCH = 4  # texts per run, sorted by length so padding stays small; best of 1, 4 and 16 on a quiet machine (nox -s bench)
 GROUP = 64  # texts per checkpoint, and the unit of work a Ray actor gets (builder/distributed/)
+DEVICES = ("auto", "cpu", "cuda")  # `build --embed-device`
 Job = tuple[str, list[str], list[str]]  # one paper's work: (arxiv_id, text ids, texts to embed)
 
 
@@ -108,6 +110,44 @@ class ModelIdentity:
         return hashlib.sha256(material.encode()).hexdigest()[:20]
 
 
+class EmbedDeviceError(RuntimeError):
+    """The device asked for cannot run the model; the message says what to do."""
+
+
+def nvidia_gpu_here() -> bool:
+    """Whether torch sees a CUDA GPU on this machine; torch is imported only where NVIDIA's driver is."""
+    driver = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
+    if not any(Path(path).exists() for path in driver) and shutil.which("nvidia-smi") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def choose_engine(device: str, gpu: bool) -> str:
+    """The engine for `--embed-device`: "auto" takes the GPU engine where a GPU is there to run it."""
+    from builder.stages.encoder.on_gpu import GPU_ENGINE
+
+    if device not in DEVICES:
+        raise EmbedDeviceError(f"--embed-device {device!r}: choose one of {', '.join(DEVICES)}")
+    if device == "cpu" or (device == "auto" and not gpu):
+        return DOCUMENT_ENGINE
+    if not gpu:
+        raise EmbedDeviceError(
+            "--embed-device cuda: no CUDA GPU is visible to torch here (nor to the Ray cluster's "
+            "workers); install a CUDA build of torch on a GPU machine, or use --embed-device cpu"
+        )
+    return GPU_ENGINE
+
+
+def group_size(identity: ModelIdentity) -> int:
+    """Texts per checkpoint (and per Ray call): a GPU embeds 64 texts in milliseconds, so its groups
+    are larger and a checkpoint's write does not dominate."""
+    from builder.stages.encoder.on_gpu import GPU_ENGINE, GPU_GROUP
+
+    return GPU_GROUP if identity.engine == GPU_ENGINE else GROUP
+
+
 def weights_sha256(model_dir: Path) -> str:
     for name in WEIGHT_FILES:
         path = model_dir / name
@@ -128,7 +168,9 @@ def load_model(model_dir: Path):
     return SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
 
 
-def identify(name: str, model_dir: Path, query_prefix: str, document_prefix: str) -> ModelIdentity:
+def identify(
+    name: str, model_dir: Path, query_prefix: str, document_prefix: str, engine: str = DOCUMENT_ENGINE
+) -> ModelIdentity:
     """From the model folder's files: a rebuild with nothing to embed never loads the model."""
     from builder.stages.encoder.onnx_graph import model_shape
 
@@ -141,7 +183,44 @@ def identify(name: str, model_dir: Path, query_prefix: str, document_prefix: str
         max_tokens=max_tokens,
         query_prefix=query_prefix,
         document_prefix=document_prefix,
+        engine=engine,
     )
+
+
+def document_encoder(model_dir: Path, identity: ModelIdentity, cache_dir: Path, threads: int | None = None):
+    """The encoder the identity's engine names (not started: that waits for a text to embed)."""
+    from builder.stages.encoder.on_gpu import GPU_ENGINE, TorchDocumentEncoder
+
+    if identity.engine == GPU_ENGINE:
+        return TorchDocumentEncoder(model_dir, identity)
+    return DocumentEncoder(model_dir, identity, document_encoder_path(cache_dir, identity), threads)
+
+
+def start_tokenizer(model_dir: Path, max_tokens: int) -> Tokenizer:
+    """The model's tokenizer, cutting texts to its length as sentence-transformers does."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_tokens)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def length_batches(
+    tokenizer: Tokenizer, texts: Sequence[str], batch: int
+) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """(positions in `texts`, input_ids, attention_mask) per model run: texts sorted longest first so
+    each run pads little; the order is fixed by the texts, so are the vectors."""
+    encodings = tokenizer.encode_batch([text.strip() for text in texts])
+    order = sorted(range(len(texts)), key=lambda i: (-len(encodings[i].ids), i))
+    for start in range(0, len(order), batch):
+        rows = order[start : start + batch]
+        ids = np.zeros((len(rows), len(encodings[rows[0]].ids)), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, i in enumerate(rows):
+            ids[row, : len(encodings[i].ids)] = encodings[i].ids
+            mask[row, : len(encodings[i].ids)] = 1
+        yield rows, ids, mask
 
 
 @dataclass(frozen=True)
@@ -178,7 +257,6 @@ class DocumentEncoder:
 
     def _start(self) -> _Running:
         import onnxruntime
-        from tokenizers import Tokenizer
 
         from builder.stages.encoder.onnx_graph import OUTPUT_NAME, export_document_encoder
 
@@ -188,9 +266,7 @@ class DocumentEncoder:
             write_atomically(
                 self.onnx_path, lambda scratch: export_document_encoder(self.model_dir, scratch, texts)
             )
-        tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-        tokenizer.enable_truncation(self.identity.max_tokens)
-        tokenizer.no_padding()
+        tokenizer = start_tokenizer(self.model_dir, self.identity.max_tokens)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
@@ -207,24 +283,18 @@ class DocumentEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         running = self._running if self._running is not None else self._start()
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)
-        encodings = running.tokenizer.encode_batch([text.strip() for text in texts])
-        order = sorted(range(len(texts)), key=lambda i: (-len(encodings[i].ids), i))
-        for start in range(0, len(order), self.batch):
-            batch = order[start : start + self.batch]
-            ids = np.zeros((len(batch), len(encodings[batch[0]].ids)), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for row, i in enumerate(batch):
-                ids[row, : len(encodings[i].ids)] = encodings[i].ids
-                mask[row, : len(encodings[i].ids)] = 1
+        for rows, ids, mask in length_batches(running.tokenizer, texts, self.batch):
             inputs = {"input_ids": ids, "attention_mask": mask}
-            vectors[batch] = running.session.run([running.output], inputs)[0]
+            vectors[rows] = running.session.run([running.output], inputs)[0]
         return vectors
 
 
 def encode(model, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
-    """Unit-length float32 vectors, one row per text (a DocumentEncoder, or a sentence-transformers model:
-    tests and benchmarks compare the two)."""
-    if isinstance(model, DocumentEncoder):
+    """Unit-length float32 vectors, one row per text (a document encoder, or a sentence-transformers
+    model: tests and benchmarks compare the two)."""
+    from builder.stages.encoder.on_gpu import TorchDocumentEncoder
+
+    if isinstance(model, DocumentEncoder | TorchDocumentEncoder):
         return model.encode(texts)
     if not texts:
         return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
@@ -444,14 +514,14 @@ def embedding_jobs(papers: list[IngestedPaper], identity: ModelIdentity) -> list
 
 
 def embed_ingested(
-    papers: list[IngestedPaper], settings: Settings, model_dir: Path, cache_dir: Path, progress: bool
+    papers: list[IngestedPaper], identity: ModelIdentity, model_dir: Path, cache_dir: Path, progress: bool
 ) -> tuple[Embedded, EmbedStats]:
     """Chunk and paper vectors; only texts new to the cache meet the model (which starts, and passes its
     sanity check, only then). A paper's title and abstract are embedded with its chunks."""
-    identity = identify(settings.model, model_dir, settings.query_prefix, settings.document_prefix)
-    model = DocumentEncoder(model_dir, identity, document_encoder_path(cache_dir, identity))
+    model = document_encoder(model_dir, identity, cache_dir)
     jobs = embedding_jobs(papers, identity)
-    per_paper, stats = embed_papers(model, EmbeddingCache(cache_dir, identity), jobs, progress=progress)
+    cache = EmbeddingCache(cache_dir, identity)
+    per_paper, stats = embed_papers(model, cache, jobs, group_size(identity), progress=progress)
     chunk_rows = [rows[: len(p.chunks)] for p, rows in zip(papers, per_paper, strict=True)]
     paper_rows = [  # a row past the paper's chunks is its title and abstract (embedding_jobs)
         paper_vector(rows, rows[len(p.chunks)] if len(rows) > len(p.chunks) else None)

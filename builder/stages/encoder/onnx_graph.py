@@ -92,6 +92,16 @@ def export_document_encoder(model_dir: Path, onnx_path: Path, check_texts: Seque
     return "fused" if agrees else "plain"
 
 
+def mean_pooled_unit(hidden, attention_mask):
+    """sentence-transformers' mean pooling and Normalize, as torch ops (traced here, run by the GPU
+    engine): the mean of the unmasked tokens' rows, scaled to unit length."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+
 def export_fp32(model_dir: Path, onnx_path: Path, attention: str | None = None):
     """Trace BERT + mean pooling + L2 normalisation to ONNX; returns the embedding width and the traced
     module. `attention="eager"` traces attention as plain ops (what onnxruntime's fusion recognises)."""
@@ -108,9 +118,7 @@ def export_fp32(model_dir: Path, onnx_path: Path, attention: str | None = None):
             hidden = self.transformer(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
+            return mean_pooled_unit(hidden, attention_mask)
 
     extra = {"attn_implementation": attention} if attention else {}
     transformer = AutoModel.from_pretrained(str(model_dir), local_files_only=True, **extra)
