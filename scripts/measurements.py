@@ -254,7 +254,10 @@ def cell(value: Scalar) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.4f}".rstrip("0").rstrip(".")
+        shown = f"{value:,.4f}".rstrip("0").rstrip(".")
+        if value != round(value) and shown.lstrip("-").replace(",", "") in ("0", str(abs(round(value)))):
+            shown = f"{value:,.6f}".rstrip("0").rstrip(".")  # a cosine of 0.999998 must not read 1
+        return shown
     return str(value).replace("|", "\\|")
 
 

@@ -67,6 +67,14 @@ def test_cells_are_read_as_written():
         "2",
         "a\\|b",
     ]
+    # near a whole number, the digits that tell it apart (a min cosine of 0.999998 is not 1)
+    assert [measurements.cell(v) for v in (0.999998, 0.99986, 1.00003, 0.00004, -0.99999)] == [
+        "0.999998",
+        "0.9999",
+        "1.00003",
+        "0.00004",
+        "-0.99999",
+    ]
 
 
 def test_an_unknown_bench_is_refused(tmp_path):
