@@ -4,9 +4,11 @@ the network log and the DevTools protocol, so it measures any site layout withou
 - start-up bytes when the first keyword result shows and when semantic search is ready;
 - bytes and requests per query (each question asked once, after start-up: the HTTP responses that
   finish while it runs, whatever files and ranges the layout reads);
-- the workers' heaps (V8's used heap plus ArrayBuffer backing stores, which hold the WebAssembly
-  memories: Pyodide's in the search worker, ONNX Runtime's in the encoder worker), through Target
-  auto-attach and Runtime.getHeapUsage (Runtime.queryObjects on a worker crashed chromium 156);
+- the workers' heaps: V8's used heap plus ArrayBuffer backing stores, through Target auto-attach and
+  Runtime.getHeapUsage (Runtime.queryObjects on a worker crashed chromium 156), and for the search
+  worker Python's WebAssembly memory, which those leave out (a 100 MB WebAssembly.Memory adds nothing
+  to backingStorageSize) and which holds the core's caches: the worker reports its size with each
+  search. ONNX Runtime's WebAssembly memory in the encoder worker is not counted;
 - query latency in the page (first sight, then the same questions again: warm).
 Loads and queries reuse bench_browser's probes and profiles (one set of helpers for every browser bench).
 """
@@ -114,6 +116,9 @@ def per_query_transfers(page, questions: list[str]) -> dict:
     }
 
 
+SEARCH_WORKER = "worker.js"
+
+
 def spread(values: list[int]) -> dict:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -160,9 +165,10 @@ class WorkerHeaps:
         return reply["result"]
 
     def measure(self, page) -> dict:
-        """Per worker (by script name): V8's used heap and its ArrayBuffers' backing stores (the
-        WebAssembly memory among them: Pyodide's, ONNX Runtime's), in bytes."""
+        """Per worker (by script name): V8's used heap and its ArrayBuffers' backing stores, in bytes, and
+        for the search worker, once it has searched, Python's WebAssembly memory (in the total)."""
         heaps = {}
+        python_memory = page.evaluate("window.readingRoom.status().last_search?.python_memory_bytes ?? 0")
         for session, url in list(self.workers.items()):
             self.call(
                 page, session, "HeapProfiler.collectGarbage"
@@ -171,6 +177,8 @@ class WorkerHeaps:
             used, buffers = int(usage["usedSize"]), int(usage["backingStorageSize"])
             name = url.rsplit("/", 1)[-1].split("?")[0]
             heaps[name] = {"js_heap_used": used, "array_buffers": buffers, "total": used + buffers}
+            if name == SEARCH_WORKER and python_memory:
+                heaps[name] |= {"python_wasm_memory": python_memory, "total": used + buffers + python_memory}
         return heaps
 
 

@@ -167,6 +167,16 @@ def test_a_first_sight_search_reads_texts_while_its_query_is_embedded(site_url, 
     assert len(texts) == len(set(texts)) >= len({hit["arxiv_id"] for hit in hits})
 
 
+def test_a_search_reports_the_size_of_pythons_memory(site_url, watched):
+    """V8's heap figures leave out WebAssembly memory, where the core keeps its caches: the worker says
+    how large Python's is with each search (the scale bench adds it to the search worker's heap)."""
+    page = watched.page
+    watched.open(site_url)
+    page.evaluate("q => readingRoom.search(q, {k: 5, mode: 'bm25'})", KEYWORD_QUESTION)
+    memory = page.evaluate("readingRoom.status().last_search.python_memory_bytes")
+    assert 16 << 20 <= memory < 2 << 30 and memory % 65536 == 0  # whole WebAssembly pages
+
+
 def test_filters_restrict_results(site_url, watched):
     watched.open(site_url)
     watched.search("model training data")

@@ -60,6 +60,7 @@
  * @property {number} search_ms
  * @property {number} ahead_ms
  * @property {number} texts_ahead
+ * @property {number} python_memory_bytes the size of Python's WebAssembly memory after the search
  * @property {boolean} [vector_cached]
  */
 

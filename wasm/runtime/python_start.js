@@ -102,7 +102,8 @@ export function fetchSnapshot(url, gzipped, count) {
  * @param {string} options.wheel the core wheel's URL
  * @param {(n: number) => void} options.countWheel
  * @param {(step: string) => void} options.mark
- * @returns {Promise<{core: Core, pythonStart: "snapshot" | "boot"}>}
+ * @returns {Promise<{core: Core, pythonStart: "snapshot" | "boot", memoryBytes: () => number}>} memoryBytes: the
+ *   size of Python's WebAssembly memory, which V8's heap figures leave out (it holds the core's caches)
  */
 export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWheel, mark }) {
   const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
@@ -113,7 +114,7 @@ export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWhe
     const pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
     mark("python_started");
     const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
-    return { core, pythonStart: "snapshot" };
+    return { core, pythonStart: "snapshot", memoryBytes: () => wasmMemoryBytes(pyodide) };
   } catch (error) {
     if (error !== SNAPSHOT_TOO_SLOW) console.warn("The Python snapshot did not restore; booting Python instead:", error);
   }
@@ -123,7 +124,12 @@ export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWhe
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(await wheelBytes, "wheel", { extractDir: sitePackages });
   pyodide.runPython("import importlib; importlib.invalidate_caches()");
-  return { core: pyodide.pyimport(CORE_BOUNDARY), pythonStart: "boot" };
+  return { core: pyodide.pyimport(CORE_BOUNDARY), pythonStart: "boot", memoryBytes: () => wasmMemoryBytes(pyodide) };
+}
+
+/** @param {any} pyodide @returns {number} the bytes of its WebAssembly memory (grown, never shrunk) */
+function wasmMemoryBytes(pyodide) {
+  return pyodide._module.HEAP8.byteLength;
 }
 
 /** pyodide.mjs comes in through import(), which no wrapper sees: its size is read from resource timing. */

@@ -44,6 +44,8 @@ const PAPER_TEXTS = "data/text/"; // not in the manifest: each paper's record ho
 const timeline = {};
 /** @type {"snapshot" | "boot" | null} */
 let pythonStart = null;
+/** @type {() => number} */
+let pythonMemory = () => 0;
 const keyword = Promise.withResolvers();
 let keywordUp = false;
 /** @type {Promise<unknown>[]} the searches asked before keyword search was up, until they are answered */
@@ -170,7 +172,7 @@ async function start() {
   semantic.catch(() => {}); // reported once keyword search is up (below)
   const runtime = { snapshot, glue: python.glue, pyodideRoot, wheel: config.wheel, countWheel: counter("runtime") };
   const python_ = startPython({ ...runtime, mark });
-  [{ core, pythonStart }] = await Promise.all([python_, manifest, indexFiles]);
+  [{ core, pythonStart, memoryBytes: pythonMemory }] = await Promise.all([python_, manifest, indexFiles]);
   mark("core_installed");
   countModules(pyodideRoot, counter("pyodide"));
   self.fetch = nativeFetch;
@@ -273,7 +275,7 @@ async function search({ query, k, mode, filters }) {
 
 /** @param {{search: number, read_ahead: string[]}} prepared */
 async function finish(prepared, embedding, started) {
-  const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0 };
+  const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0, python_memory_bytes: 0 };
   let embedded = started; // the core's time after the vector is timed apart from the embedding's
   let vector; // undefined, not null, for none: Pyodide hands JavaScript's null to Python as JsNull
   let reply;
@@ -297,6 +299,7 @@ async function finish(prepared, embedding, started) {
   reply ??= JSON.parse(await reads.run(() => site.search(prepared.search)));
   if (reply.error) return reply;
   Object.assign(timings, { embed_ms: embedded - started, search_ms: performance.now() - embedded });
+  timings.python_memory_bytes = pythonMemory();
   return { ...reply, semantic: vector !== undefined, timings };
 }
 
