@@ -168,6 +168,54 @@ def test_a_reply_names_the_texts_it_shows_in_one_batch_before_reading_any(built_
         assert events == []  # read already: nothing to name, nothing to read again
 
 
+class StepStopped(Exception):
+    """What the worker's announce throws when a step named files it has not fetched yet."""
+
+
+def test_a_step_reading_more_texts_than_the_core_keeps_still_settles(built_sites):
+    """The worker hands Python a fetched text once and runs a step again until it has every text the step
+    named (ranged_reads.js). Texts past the core's bound are forgotten once a step is done, never within
+    it: a step that forgot a text it had read would name it again round after round and never settle."""
+    read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
+    manifest = read("manifest.json").decode("utf-8")
+    fetched: dict[str, bytes] = {}
+    rounds = 0
+
+    def announce(batch_json: str) -> None:
+        missing = [
+            entry[0] for entry in json.loads(batch_json) if len(entry) == 1 and entry[0] not in fetched
+        ]
+        fetched.update((path, read(path)) for path in missing)
+        if missing:
+            raise StepStopped(missing)
+
+    def read_once(path: str) -> bytes:
+        if "/text/" not in path:
+            return read(path)
+        assert path in fetched, f"{path} was read without being named first"
+        return fetched.pop(path)
+
+    def run(step):
+        nonlocal rounds
+        rounds = 0
+        while rounds < 16:  # RANGE_ROUNDS
+            rounds += 1
+            try:
+                return step()
+            except StepStopped:
+                continue
+        pytest.fail("the step never settled")
+
+    site = open_site(read_once, manifest, read_range, announce=announce)
+    site.engine._texts.limit = 1
+    plain = open_site(read, manifest, read_range)
+    for request in ({"query": QUERY, "k": 10, "mode": "bm25"}, {"query": "model", "k": 10, "mode": "bm25"}):
+        prepared = json.loads(run(lambda request=request: site.prepare(json.dumps(request))))
+        reply = json.loads(run(lambda prepared=prepared: site.search(prepared["search"])))
+        assert reply == search(plain, **request) and rounds == 2  # one round trip: every text at once
+        assert len({hit["arxiv_id"] for hit in reply["hits"]}) > 1 and len(site.engine._texts) == 1
+
+
 def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):
     """The browser gives a step 16 fetch rounds (ranged_reads.js RANGE_ROUNDS), one per batch the core
     announces. A phrase's words are read in one batch and the texts it checks in batches that double: read

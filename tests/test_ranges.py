@@ -227,6 +227,28 @@ def test_a_query_reads_its_dictionary_block_and_only_the_pages_it_needs(written)
     assert sizes[0] < 4 * PAGE_ENTRIES  # one page of w0 (varints), not its thousand postings
 
 
+def test_decoded_postings_of_past_queries_are_forgotten_past_a_bound_and_results_never_change(written):
+    """A long visit must not grow the worker's memory: only the terms of recent queries stay decoded, and
+    one query keeps all of its own (its step never loses what it just read)."""
+    kept, unbounded = term_index(written), term_index(written)
+    kept._postings.limit, kept._blocks_read.limit = 2 * PAGE_ENTRIES, 1
+    unbounded._postings.limit = unbounded._blocks_read.limit = 1 << 40
+    assert len(unbounded.directory.blocks) > 2
+    for query in QUERIES * 2:
+        terms = query.split()
+        for prefix, rescore in ((PAGE_ENTRIES, 100), (0, 0)):
+            assert kept.search(terms, 10, prefix=prefix, rescore=rescore) == unbounded.search(
+                terms, 10, prefix=prefix, rescore=rescore
+            )
+        assert set(terms) <= set(kept._postings) and set(terms) <= set(kept._entries)
+        kept.read_postings(terms)  # as a phrase reads them: every posting, then term by term
+        assert [kept.doc_ids(term) for term in terms] == [unbounded.doc_ids(term) for term in terms]
+        assert kept.terms_near(terms[0], 1, 4) == unbounded.terms_near(terms[0], 1, 4)
+    kept.search(QUERIES[0].split(), 10)  # spelling read every block of its letter: the next query forgets
+    assert len(kept._postings) < len(unbounded._postings) and len(kept._entries) < len(unbounded._entries)
+    assert kept._postings.weight < unbounded._postings.weight
+
+
 def test_dictionary_lookups_for_phrases_and_spelling(written):
     _, _, texts, _ = written
     index = term_index(written)
@@ -395,6 +417,16 @@ def test_codes_and_rescoring_keep_recall_and_read_a_fraction_of_the_rows(written
         (root / read_dense_directory((root / built.roles["dense"]).read_bytes()).rows_file).stat().st_size
     )
     assert fresh._reader.bytes_read < 0.25 * rows_file
+
+
+def test_decoded_lists_of_past_queries_are_forgotten_past_a_bound_and_results_never_change(written):
+    kept, unbounded = dense_index(written), dense_index(written)
+    kept._lists.limit = 4
+    for query in queries_near(written, 8):
+        assert kept.search(query.tolist(), 10, scan=400, rescore=50) == unbounded.search(
+            query.tolist(), 10, scan=400, rescore=50
+        )
+    assert len(kept._lists) < len(unbounded._lists)
 
 
 def test_a_codes_product_is_the_querys_with_its_row_of_plus_and_minus_ones():

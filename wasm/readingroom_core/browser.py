@@ -282,6 +282,7 @@ class Site:
         for source in found["sources"]:
             paper = self.papers_by_id[source["arxiv_id"]]
             source.update(authors=list(paper.authors), year=paper.year, categories=list(paper.categories))
+        self.engine.forget_past_texts()
         return json.dumps(found)
 
     def verify_answer(self, request_json: str) -> str:
@@ -289,4 +290,6 @@ class Site:
         at hand for citations outside the sources."""
         request = json.loads(request_json)
         library = CorpusLibrary(self.engine)
-        return json.dumps(answers.verify(request["answer"], request["evidence"], library))
+        verdict = answers.verify(request["answer"], request["evidence"], library)
+        self.engine.forget_past_texts()
+        return json.dumps(verdict)

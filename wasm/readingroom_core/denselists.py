@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from readingroom_core.hnsw import QUERY_RESOLUTION, dot
+from readingroom_core.lru import Recent
 from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.ranges import Block, BlockReader
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
@@ -61,6 +62,9 @@ OPTIMISM = 1.0
 # chains similar lists side by side).
 ROW_GAP_BYTES = 4096
 LIST_GAP_BYTES = 8192
+# Lists kept decoded between queries: at 10,000 papers (128 rows a list) about 35 KB each in CPython, so
+# about 18 MB, what a dozen queries read.
+KEPT_LISTS = 512
 # Doc ids per checked block of the list-of file (8 KB): a paper's chunks lie in one block, or two.
 LIST_OF_BLOCK_DOCS = 4096
 
@@ -200,7 +204,7 @@ class DenseLists:
         self._centroid_norms = [
             1 / math.sqrt(square) if square else 0.0 for square in self._centroids.squares
         ]
-        self._lists: dict[int, ListData] = {}
+        self._lists: Recent[int, ListData] = Recent(KEPT_LISTS)  # decoded, those of recent queries
 
     def nearest_lists(self, products: Sequence[int], scan: int) -> list[int]:
         """The lists whose centroids are closest in cosine (from the query's `products` with them), nearest
@@ -277,6 +281,7 @@ class DenseLists:
         (`allowed_docs`) and few, the lists that hold them are read instead (`reads_holders`)."""
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
+        self._lists.trim()
         fine = fine_query(query)
         products = self._centroids.products(fine)
         while True:

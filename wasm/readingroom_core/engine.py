@@ -32,6 +32,7 @@ from readingroom_core.fusion import (
     weighted_score_fusion,
     with_paper_prior,
 )
+from readingroom_core.lru import Recent
 from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.packedrows import PackedRows
 from readingroom_core.papertable import read_paper_table, read_paper_vectors
@@ -58,6 +59,9 @@ RETRIEVERS = ("bm25", "dense")
 # and the most it checks: the phrase's matches among the best 256 keyword candidates that hold its words
 # (at 10,000 papers a title's words are in thousands of chunks, and each check may fetch a 21 KB text).
 PHRASE_TEXTS_FIRST = 8
+# Paper texts kept decoded: a page of results shows at most ten papers. Kept without bound, 582 were held
+# after 60 questions at 10,000 papers.
+KEPT_TEXTS = 64
 PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]
@@ -184,7 +188,7 @@ class SearchEngine:
                 f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
             )
         self._vectors: DenseLists | None = None
-        self._texts: dict[int, PaperText] = {}
+        self._texts: Recent[int, PaperText] = Recent(KEPT_TEXTS)  # paper index -> its text, recent ones
         self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
         self._finder = PaperFinder(self.papers)
@@ -323,6 +327,17 @@ class SearchEngine:
 
     def finish(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
         """The prepared search with the query vector: the dense ranking, fusion and the hits."""
+        hits = self._finished(prepared, query_vector)
+        self.forget_past_texts()
+        return hits
+
+    def forget_past_texts(self) -> None:
+        """Paper texts past KEPT_TEXTS, the least recently used: once a step is done, never within one.
+        The worker hands Python a fetched text once and runs a step again until it has all the texts it
+        named, so a step that forgot a text it had read would name it again round after round."""
+        self._texts.trim()
+
+    def _finished(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
         options, allowed = prepared.options, prepared.allowed
         if prepared.browse is not None:
             self._announce_texts(result.doc_id for result in prepared.browse)

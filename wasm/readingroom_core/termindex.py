@@ -58,6 +58,7 @@ from readingroom_core.bm25 import (
     term_weights,
     top_scores,
 )
+from readingroom_core.lru import Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
@@ -92,6 +93,11 @@ FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 # Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
 # round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
 INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
+
+# Decoded postings kept between queries (the terms of about the last ten queries at 10,000 papers: a
+# query reads up to 4,096 a term): about 80 bytes a posting in CPython, so about 21 MB.
+KEPT_POSTINGS = 1 << 18
+KEPT_BLOCKS = 256  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 
 Weights = tuple[list[int], list[float]]
 
@@ -365,10 +371,11 @@ class TermIndex:
         self.n_docs = directory.n
         self._reader = blocks
         self._first_terms = [block[0] for block in directory.blocks]
-        self._entries: dict[str, list[Any]] = {}  # from the dictionary blocks read so far
-        self._blocks_read: set[int] = set()
-        self._weights: dict[str, tuple[int, Weights]] = {}  # term -> (postings read, their weights)
-        self._lengths: dict[str, list[int]] = {}  # term -> the lengths of the documents of those postings
+        self._entries: dict[str, list[Any]] = {}  # from the dictionary blocks kept
+        self._blocks_read: Recent[int, list[str]] = Recent(KEPT_BLOCKS)  # block number -> its terms
+        # term -> (postings read, their weights, the lengths of their documents), the terms of recent
+        # queries only: common terms come back query after query, and a visit must not grow without bound
+        self._postings: Recent[str, tuple[int, Weights, list[int]]] = Recent(KEPT_POSTINGS, _count)
         self._forward: tuple[array[int], list[str]] | None = None  # group starts, group sha256 prefixes
 
     # --- the dictionary ---------------------------------------------------------------------------------
@@ -377,13 +384,17 @@ class TermIndex:
         return max(0, bisect_right(self._first_terms, term) - 1)
 
     def _read_blocks(self, numbers: Iterable[int]) -> None:
-        wanted = sorted(set(numbers) - self._blocks_read)
+        numbers = set(numbers)
+        wanted = sorted(number for number in numbers if number not in self._blocks_read)
+        for number in numbers - set(wanted):
+            self._blocks_read[number]  # now the most recently used
         if not wanted:
             return
         blocks = [Block(self.directory.terms, *self.directory.blocks[i][1:]) for i in wanted]
         for number, data in zip(wanted, self._reader.read(blocks), strict=True):
-            self._entries.update(json.loads(data))
-            self._blocks_read.add(number)
+            entries = json.loads(data)
+            self._entries.update(entries)
+            self._blocks_read[number] = list(entries)
 
     def _entry(self, term: str) -> list[Any] | None:
         if self.directory.blocks:
@@ -477,6 +488,7 @@ class TermIndex:
         """Each term's (doc ids, BM25 weights) over its first `prefix` postings (0: all), best first;
         `rescoring`: the forward index comes with the pages when a term's tail is left unread."""
         d = self.directory
+        self._forget_past_queries(terms)
         self._read_blocks(self._block_of(term) for term in terms if d.blocks)
         also = []
         known = [term for term in terms if term in self._entries]
@@ -495,22 +507,30 @@ class TermIndex:
             if entry is None:
                 continue
             count = entry[0] if prefix <= 0 else min(prefix, entry[0])
-            if self._weights.get(term, (-1,))[0] < count:
+            if term not in self._postings or self._postings[term][0] < count:
                 needed[term] = count
         for (term, count), (doc_ids, weights, lengths) in zip(
             needed.items(), self._pages(list(needed), list(needed.values()), also), strict=True
         ):
-            self._weights[term] = (count, (doc_ids, weights))
-            self._lengths[term] = lengths
+            self._postings[term] = (count, (doc_ids, weights), lengths)
         found: list[Weights | None] = []
         for term in terms:
             if term not in self._entries:
                 found.append(None)
                 continue
             count = self._entries[term][0] if prefix <= 0 else min(prefix, self._entries[term][0])
-            doc_ids, weights = self._weights[term][1]
+            doc_ids, weights = self._postings[term][1]
             found.append((doc_ids[:count], weights[:count]))
         return found
+
+    def _forget_past_queries(self, terms: Sequence[str]) -> None:
+        """The decoded postings and dictionary blocks of past queries past their bounds, not those of
+        `terms`: a step that reads postings starts here, so no step loses what it read."""
+        self._postings.trim(keep=set(terms))
+        keep = {self._block_of(term) for term in terms} if self.directory.blocks else set()
+        for _, forgotten in self._blocks_read.trim(keep):
+            for term in forgotten:
+                del self._entries[term]
 
     def read_near(self, terms: Iterable[str]) -> None:
         """The dictionary blocks `terms_near` reads for each of `terms`, all in one batch."""
@@ -577,7 +597,7 @@ class TermIndex:
         for term, weights in zip(terms, found, strict=True):
             if weights is None:
                 continue
-            for doc_id, length in zip(weights[0], self._lengths[term], strict=False):
+            for doc_id, length in zip(weights[0], self._postings[term][2], strict=False):
                 if doc_id in wanted:
                     length_of.setdefault(doc_id, length)
         # only a candidate that some unread tail may hold needs its group read
@@ -634,3 +654,7 @@ class TermIndex:
             shas = [data[i : i + FORWARD_SHA_BYTES].hex() for i in range(at, size, FORWARD_SHA_BYTES)]
             self._forward = (starts, shas)
         return self._forward
+
+
+def _count(postings: tuple[int, Weights, list[int]]) -> int:
+    return len(postings[1][0])

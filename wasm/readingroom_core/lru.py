@@ -1,0 +1,58 @@
+"""A mapping that forgets its least recently used entries: what the core keeps between queries (decoded
+postings, lists and paper texts) must not grow with a visit. At 10,000 papers, kept without bound they
+took Pyodide's memory to 1.19 GB over 276 questions (scripts/scale_browser.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from typing import Generic, TypeVar
+
+Key = TypeVar("Key")
+Value = TypeVar("Value")
+
+
+class Recent(Generic[Key, Value]):
+    """Entries by recency, each weighing `weigh(value)`; `trim` forgets the oldest past `limit` in all.
+    Reading an entry makes it the most recent."""
+
+    def __init__(self, limit: int, weigh: Callable[[Value], int] = lambda _: 1) -> None:
+        self.limit = limit
+        self._weigh = weigh
+        self._entries: dict[Key, Value] = {}  # least recently used first
+        self.weight = 0
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._entries)
+
+    def __getitem__(self, key: Key) -> Value:
+        value = self._entries.pop(key)
+        self._entries[key] = value
+        return value
+
+    def get(self, key: Key, default: Value | None = None) -> Value | None:
+        return self[key] if key in self._entries else default
+
+    def __setitem__(self, key: Key, value: Value) -> None:
+        if key in self._entries:
+            self.weight -= self._weigh(self._entries.pop(key))
+        self._entries[key] = value
+        self.weight += self._weigh(value)
+
+    def trim(self, keep: Collection[Key] = ()) -> list[tuple[Key, Value]]:
+        """Forget the least recently used entries, except those in `keep`, until the rest weigh at most
+        `limit`; the forgotten, oldest first. Called between steps, never inside one, so a step never
+        loses what it just read."""
+        forgotten = []
+        for key in [key for key in self._entries if key not in keep]:
+            if self.weight <= self.limit:
+                break
+            value = self._entries.pop(key)
+            self.weight -= self._weigh(value)
+            forgotten.append((key, value))
+        return forgotten
