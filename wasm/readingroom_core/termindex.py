@@ -94,10 +94,11 @@ FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 # round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
 INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 
-# Decoded postings kept between queries (the terms of about the last ten queries at 10,000 papers: a
-# query reads up to 4,096 a term): about 80 bytes a posting in CPython, so about 21 MB.
-KEPT_POSTINGS = 1 << 18
-KEPT_BLOCKS = 256  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
+# Decoded postings kept between queries: about 80 bytes a posting in CPython, so about 85 MB. Decoding
+# is most of a query's keyword time in Pyodide: a quarter of this (the terms of about ten queries at
+# 10,000 papers) took the warm hybrid p50 of 60 questions on a 1,000-paper list from 45.5 to 123 ms.
+KEPT_POSTINGS = 1 << 20
+KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 
 Weights = tuple[list[int], list[float]]
 
