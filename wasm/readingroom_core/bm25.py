@@ -151,7 +151,9 @@ class BM25Index:
 
 
 def sum_scores(
-    weighted: Iterable[tuple[list[int], list[float]] | None], k: int, allowed: Callable[[int], bool] | None
+    weighted: Iterable[tuple[Sequence[int], Sequence[float]] | None],
+    k: int,
+    allowed: Callable[[int], bool] | None,
 ) -> list[tuple[int, float]]:
     """Top `k` (doc id, summed weight) over each term's (doc ids, weights), terms in query order (the
     sums, and so the ranking, are the same bit for bit whichever index supplied the weights)."""

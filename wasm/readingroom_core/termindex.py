@@ -94,13 +94,18 @@ FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 # round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
 INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 
-# Decoded postings kept between queries: about 80 bytes a posting in CPython, so about 85 MB. Decoding
-# is most of a query's keyword time in Pyodide: a quarter of this (the terms of about ten queries at
-# 10,000 papers) took the warm hybrid p50 of 60 questions on a 1,000-paper list from 45.5 to 123 ms.
-KEPT_POSTINGS = 1 << 20
+# Decoded postings kept between queries, 16 bytes each in typed arrays (as Python lists they took about
+# 80: 85 MB at a quarter of this bound), so about 64 MB. Decoding is most of a query's keyword time: at
+# 10,000 papers, the scale bench's 276 questions had a p50 of 72.5 ms in CPython with a quarter of this
+# bound, 59.6 with this one and 55.3 with no bound (60 questions on 1,000 papers, asked again in Pyodide:
+# 123 ms at a sixteenth of this bound, 45.5 with no bound).
+KEPT_POSTINGS = 1 << 22
 KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 
-Weights = tuple[list[int], list[float]]
+Weights = tuple[Sequence[int], Sequence[float]]
+# postings read, (their doc ids, BM25 weights), their documents' lengths: typed arrays, float64 weights so
+# scores are the same bit for bit as from lists
+Decoded = tuple[int, tuple["array[int]", "array[float]"], "array[int]"]
 
 
 @dataclass(frozen=True)
@@ -376,7 +381,7 @@ class TermIndex:
         self._blocks_read: Recent[int, list[str]] = Recent(KEPT_BLOCKS)  # block number -> its terms
         # term -> (postings read, their weights, the lengths of their documents), the terms of recent
         # queries only: common terms come back query after query, and a visit must not grow without bound
-        self._postings: Recent[str, tuple[int, Weights, list[int]]] = Recent(KEPT_POSTINGS, _count)
+        self._postings: Recent[str, Decoded] = Recent(KEPT_POSTINGS, _count)
         self._forward: tuple[array[int], list[str]] | None = None  # group starts, group sha256 prefixes
 
     # --- the dictionary ---------------------------------------------------------------------------------
@@ -451,7 +456,7 @@ class TermIndex:
 
     def _pages(
         self, terms: Sequence[str], counts: Sequence[int], also: Sequence[Block] = ()
-    ) -> list[tuple[list[int], list[float], list[int]]]:
+    ) -> list[tuple[array[int], array[float], array[int]]]:
         """(doc ids, BM25 weights, document lengths) of the first `count` postings of each term, in impact
         order, one batch of reads (with the blocks `also`, kept for a later step) after the page records
         a deep read needs."""
@@ -466,9 +471,7 @@ class TermIndex:
         for term, blocks in zip(terms, plan, strict=True):
             df = self._entries[term][0]
             idf = lucene_idf(d.n, df)
-            doc_ids: list[int] = []
-            weights: list[float] = []
-            lengths: list[int] = []
+            doc_ids, weights, lengths = array("I"), array("d"), array("I")
             for number, block in enumerate(blocks):
                 values = page_values(data[block], f"{d.pages}: page {number} of {term!r}")
                 if len(values) != 3 * min(d.page, df - number * d.page):
@@ -478,10 +481,10 @@ class TermIndex:
                 norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in page_lengths]
                 page_weights = term_weights(idf, d.k1, values[1::3], norms)
                 # the writer's impact order: best first, ties by doc id
-                for i in sorted(range(len(page_ids)), key=lambda i: (-page_weights[i], page_ids[i])):
-                    doc_ids.append(page_ids[i])
-                    weights.append(page_weights[i])
-                    lengths.append(page_lengths[i])
+                order = sorted(range(len(page_ids)), key=lambda i: (-page_weights[i], page_ids[i]))
+                doc_ids.extend([page_ids[i] for i in order])
+                weights.extend([page_weights[i] for i in order])
+                lengths.extend([page_lengths[i] for i in order])
             found.append((doc_ids, weights, lengths))
         return found
 
@@ -521,7 +524,8 @@ class TermIndex:
                 continue
             count = self._entries[term][0] if prefix <= 0 else min(prefix, self._entries[term][0])
             doc_ids, weights = self._postings[term][1]
-            found.append((doc_ids[:count], weights[:count]))
+            whole = count == len(doc_ids)
+            found.append((doc_ids if whole else doc_ids[:count], weights if whole else weights[:count]))
         return found
 
     def _forget_past_queries(self, terms: Sequence[str]) -> None:
@@ -657,5 +661,5 @@ class TermIndex:
         return self._forward
 
 
-def _count(postings: tuple[int, Weights, list[int]]) -> int:
+def _count(postings: Decoded) -> int:
     return len(postings[1][0])
