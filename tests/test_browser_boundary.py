@@ -18,6 +18,7 @@ import readingroom_core
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import (
     READ_AHEAD_PAPERS,
+    Site,
     gunzipped,
     hit_json,
     open_folder,
@@ -206,14 +207,28 @@ def test_a_step_reading_more_texts_than_the_core_keeps_still_settles(built_sites
                 continue
         pytest.fail("the step never settled")
 
-    site = open_site(read_once, manifest, read_range, announce=announce)
-    site.engine._texts.limit = 1
+    def ask(site: Site, request: dict) -> dict:
+        prepared = json.loads(run(lambda: site.prepare(json.dumps(request))))
+        return json.loads(run(lambda: site.search(prepared["search"])))
+
+    def keeping(texts: int, file_bytes: int) -> Site:
+        site = open_site(read_once, manifest, read_range, announce=announce)
+        site.engine._texts.limit, site.engine._text_files.limit = texts, file_bytes
+        return site
+
     plain = open_site(read, manifest, read_range)
-    for request in ({"query": QUERY, "k": 10, "mode": "bm25"}, {"query": "model", "k": 10, "mode": "bm25"}):
-        prepared = json.loads(run(lambda request=request: site.prepare(json.dumps(request))))
-        reply = json.loads(run(lambda prepared=prepared: site.search(prepared["search"])))
+    requests = [{"query": QUERY, "k": 10, "mode": "bm25"}, {"query": "model", "k": 10, "mode": "bm25"}]
+    site = keeping(texts=1, file_bytes=1)
+    for request in requests:
+        reply = ask(site, request)
         assert reply == search(plain, **request) and rounds == 2  # one round trip: every text at once
-        assert len({hit["arxiv_id"] for hit in reply["hits"]}) > 1 and len(site.engine._texts) == 1
+        assert len({hit["arxiv_id"] for hit in reply["hits"]}) > 1
+        assert len(site.engine._texts) == 1 and not site.engine._text_files
+    # texts kept only as their files are decoded again, not fetched again
+    site = keeping(texts=1, file_bytes=1 << 30)
+    assert [ask(site, request) for request in requests] == [search(plain, **r) for r in requests]
+    assert ask(site, requests[0]) == search(plain, **requests[0]) and rounds == 1
+    assert len(site.engine._texts) == 1 and len(site.engine._text_files) > 1
 
 
 def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):

@@ -170,6 +170,18 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
     assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
 
 
+def test_a_chunk_table_column_of_other_than_whole_numbers_is_refused(site):
+    """The columns are read into typed arrays: a value they cannot hold is a clear error, not a crash."""
+    out, _ = site
+    manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
+    table = json.loads(folder_reader(out)(manifest.files.chunks))
+    assert sitedata.read_chunk_table(json.dumps(table)).page_span[0] == table["page_span"][0]
+    for damage in (-1, 1.5, "3"):
+        table["page_span"][0] = damage
+        with pytest.raises(ValueError, match="chunk table has a column that is not of whole numbers"):
+            sitedata.read_chunk_table(json.dumps(table))
+
+
 def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vectors_apart(site):
     """The table keeps what search reads of each paper, with the same values as the papers file; the
     vectors file holds each paper's vector as int8 rows in the same order."""

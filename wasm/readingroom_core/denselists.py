@@ -135,12 +135,16 @@ def read_dense_directory(data: bytes | str, what: str = "dense directory") -> De
 @dataclass(frozen=True)
 class ListData:
     """One list as read: its rows' doc ids, their codes as integers, their residual weights, and the sha256
-    prefix of each row block."""
+    prefixes of its row blocks, end to end (as hex strings and a list of ints, doc ids and prefixes took
+    twice the memory of the codes)."""
 
-    doc_ids: list[int]
+    doc_ids: array[int]
     codes: list[int]
     weights: bytes
-    row_shas: list[str]
+    row_shas: bytes
+
+    def row_sha(self, block: int) -> str:
+        return self.row_shas[block * ROW_SHA_BYTES : (block + 1) * ROW_SHA_BYTES].hex()
 
 
 def signed(data: bytes) -> list[int]:
@@ -262,8 +266,7 @@ class DenseLists:
             ]
             weights_at = codes_at + m * code_bytes
             shas_at = weights_at + m
-            shas = [data[at : at + ROW_SHA_BYTES].hex() for at in range(shas_at, len(data), ROW_SHA_BYTES)]
-            self._lists[number] = ListData(doc_ids.tolist(), codes, data[weights_at:shas_at], shas)
+            self._lists[number] = ListData(doc_ids, codes, data[weights_at:shas_at], data[shas_at:])
         return [self._lists[n] for n in numbers]
 
     def search(
@@ -368,7 +371,7 @@ class DenseLists:
                 first = entry.first_slot + block * per_block
                 rows = min(per_block, entry.count - block * per_block)
                 start = first * row_bytes
-                sha = self._lists[number].row_shas[block]
+                sha = self._lists[number].row_sha(block)
                 blocks[(number, block)] = Block(d.rows_file, start, start + rows * row_bytes, sha)
         data = dict(zip(blocks, self._reader.read(list(blocks.values()), gap=ROW_GAP_BYTES), strict=True))
         found = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -59,10 +60,14 @@ RETRIEVERS = ("bm25", "dense")
 # and the most it checks: the phrase's matches among the best 256 keyword candidates that hold its words
 # (at 10,000 papers a title's words are in thousands of chunks, and each check may fetch a 21 KB text).
 PHRASE_TEXTS_FIRST = 8
-# Paper texts kept decoded. Kept without bound, 582 were held after 60 questions at 10,000 papers; with
-# 256 kept, 60 questions on a 1,000-paper list, asked again, had a warm hybrid p50 of 89.6 ms against
-# 45.5 unbounded (texts read again), and 45.8 with 1,024.
-KEPT_TEXTS = 1024
+# Paper texts kept between steps: the files as fetched (checked, gzipped: 21 KB each at 10,000 papers) up
+# to KEPT_TEXT_BYTES, and the most recent decoded. Decoded, a text takes 5.6 times its file (582 texts held
+# 68.8 MB in CPython after 60 questions at 10,000 papers, 12.2 MB as files) and decoding one again takes
+# 0.4 ms in CPython, where fetching it again costs a round trip: with 256 decoded texts and no files kept,
+# 60 questions on a 1,000-paper list, asked again, had a warm hybrid p50 of 89.6 ms in chromium, against
+# 45.8 with 1,024 decoded.
+KEPT_TEXTS = 128
+KEPT_TEXT_BYTES = 32 << 20
 PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]
@@ -190,19 +195,20 @@ class SearchEngine:
             )
         self._vectors: DenseLists | None = None
         self._texts: Recent[int, PaperText] = Recent(KEPT_TEXTS)  # paper index -> its text, recent ones
+        self._text_files: Recent[int, bytes] = Recent(KEPT_TEXT_BYTES, len)  # paper index -> its file
         self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
         self._finder = PaperFinder(self.papers)
 
-    def _paper_of_each_chunk(self) -> list[int]:
-        paper_of = [-1] * self.n_chunks
+    def _paper_of_each_chunk(self) -> array[int]:
+        paper_of = array("i", [-1]) * self.n_chunks
         for index, paper in enumerate(self.papers):
             first, count = paper.first_chunk, paper.chunk_count
             if first < 0 or first + count > self.n_chunks:
                 raise ValueError(
                     f"paper {paper.id} claims chunks {first}..{first + count - 1} of {self.n_chunks}"
                 )
-            paper_of[first : first + count] = [index] * count
+            paper_of[first : first + count] = array("i", [index]) * count
         if -1 in paper_of:
             raise ValueError(
                 f"chunk {paper_of.index(-1)} belongs to no paper; the papers file is inconsistent"
@@ -241,12 +247,15 @@ class SearchEngine:
         return self._vectors
 
     def text_file(self, paper_index: int) -> PaperText:
-        """The paper's text file, fetched once."""
+        """The paper's text file, fetched once while it is kept."""
         text = self._texts.get(paper_index)
+        stored = self._text_files.get(paper_index)  # looked up when decoded too: files age as texts are used
         if text is None:
             paper = self.papers[paper_index]
+            if stored is None:
+                stored = self.read(paper.text)
             try:
-                plain = gunzipped(self.read(paper.text))
+                plain = gunzipped(stored)
             except zlib.error as error:
                 raise DamagedData(
                     f"{paper.text} could not be decompressed; the site's data is damaged"
@@ -259,7 +268,11 @@ class SearchEngine:
             if text.first != paper.first_chunk or len(text.chunks) != paper.chunk_count:
                 raise ValueError(f"{paper.text} does not hold the chunks the papers file lists")
             self._texts[paper_index] = text
+            self._text_files[paper_index] = stored
         return text
+
+    def _text_kept(self, paper_index: int) -> bool:
+        return paper_index in self._texts or paper_index in self._text_files
 
     def _announce_texts(self, doc_ids: Iterable[int]) -> None:
         """Names the unread text files of these passages' papers in one batch before any is read: the
@@ -268,7 +281,7 @@ class SearchEngine:
         if self._announce is None:
             return
         unread = dict.fromkeys(self._paper_of[doc_id] for doc_id in doc_ids)
-        paths = [(self.papers[index].text,) for index in unread if index not in self._texts]
+        paths = [(self.papers[index].text,) for index in unread if not self._text_kept(index)]
         if paths:
             self._announce(paths)
 
@@ -323,7 +336,7 @@ class SearchEngine:
             doc_ids = [doc_id for doc_id, _ in prepared.bm25 or ()]
             if prepared.named is not None:
                 doc_ids.insert(0, prepared.named)
-        unread = (self._paper_of[doc_id] for doc_id in doc_ids if self._paper_of[doc_id] not in self._texts)
+        unread = (self._paper_of[doc_id] for doc_id in doc_ids if not self._text_kept(self._paper_of[doc_id]))
         return list(dict.fromkeys(unread))[:most]
 
     def finish(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
@@ -333,10 +346,12 @@ class SearchEngine:
         return hits
 
     def forget_past_texts(self) -> None:
-        """Paper texts past KEPT_TEXTS, the least recently used: once a step is done, never within one.
-        The worker hands Python a fetched text once and runs a step again until it has all the texts it
-        named, so a step that forgot a text it had read would name it again round after round."""
+        """Paper texts and their files past their bounds, the least recently used: once a step is done,
+        never within one. The worker hands Python a fetched text once and runs a step again until it has
+        all the texts it named, so a step that forgot a text it had read would name it again round after
+        round."""
         self._texts.trim()
+        self._text_files.trim()
 
     def _finished(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
         options, allowed = prepared.options, prepared.allowed

