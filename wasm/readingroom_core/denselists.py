@@ -135,8 +135,8 @@ def read_dense_directory(data: bytes | str, what: str = "dense directory") -> De
 @dataclass(frozen=True)
 class ListData:
     """One list as read: its rows' doc ids, their codes as integers, their residual weights, and the sha256
-    prefixes of its row blocks, end to end (as hex strings and a list of ints, doc ids and prefixes took
-    twice the memory of the codes)."""
+    prefixes of its row blocks, end to end (as a list of ints and hex strings, the doc ids and prefixes held
+    28 MB to the codes' 16.5 in CPython after 60 questions at 10,000 papers)."""
 
     doc_ids: array[int]
     codes: list[int]
