@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zlib
 from array import array
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -229,6 +230,59 @@ def test_a_step_reading_more_texts_than_the_core_keeps_still_settles(built_sites
     assert [ask(site, request) for request in requests] == [search(plain, **r) for r in requests]
     assert ask(site, requests[0]) == search(plain, **requests[0]) and rounds == 1
     assert len(site.engine._texts) == 1 and len(site.engine._text_files) > 1
+
+
+def test_a_step_run_again_after_a_fetch_finds_what_the_run_before_computed(built_sites):
+    """The worker runs a step from its start again after each batch it fetches (ranged_reads.js). A run
+    finds the dense scan, the papers' similarities and the named paper of the run before it (`lru.LastResult`; the keyword sums:
+    test_ranges): each is computed once however often the step stops (at 10,000 papers the runs that
+    stopped took more CPU than the one that finished)."""
+    read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
+    manifest = read("manifest.json").decode("utf-8")
+    fetched: set[tuple] = set()
+
+    def announce(batch_json: str) -> None:
+        missing = [tuple(entry) for entry in json.loads(batch_json) if tuple(entry) not in fetched]
+        fetched.update(missing)
+        if missing:
+            raise StepStopped(missing)
+
+    runs: Counter[str] = Counter()
+
+    def run(name, step):
+        for _ in range(16):  # RANGE_ROUNDS
+            runs[name] += 1
+            try:
+                return step()
+            except StepStopped:
+                continue
+        pytest.fail(f"{name} never settled")
+
+    computed: Counter[str] = Counter()
+
+    def counting(name, compute):
+        def counted(*args, **kwargs):
+            computed[name] += 1
+            return compute(*args, **kwargs)
+
+        return counted
+
+    site, plain = (
+        open_site(read, manifest, read_range, announce=announce),
+        open_site(read, manifest, read_range),
+    )
+    run("start", site.load_semantic)
+    engine, dense = site.engine, site.engine.load_vectors()
+    dense._scan = counting("dense scan", dense._scan)
+    engine._finder._find = counting("named paper", engine._finder._find)
+    engine._paper_view._similarities = counting("paper view", engine._paper_view._similarities)
+    vector = OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode([QUERY])[0]
+    options = SearchOptions(k=10)
+    prepared = run("prepare", lambda: engine.prepare(QUERY, options))
+    hits = run("finish", lambda: engine.finish(prepared, vector))
+    assert runs["prepare"] >= 2 and runs["finish"] >= 3  # dictionary, pages; lists, rows, texts
+    assert computed == {"dense scan": 1, "paper view": 1, "named paper": 1}
+    assert hits == plain.engine.search(QUERY, vector, options)
 
 
 def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):

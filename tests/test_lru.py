@@ -1,6 +1,8 @@
 """readingroom_core.lru: what the core keeps between queries, bounded."""
 
-from readingroom_core.lru import Recent
+import pytest
+
+from readingroom_core.lru import LastResult, Recent
 
 
 def test_trim_forgets_the_least_recently_used_past_the_limit_but_never_what_it_is_told_to_keep():
@@ -19,3 +21,29 @@ def test_replacing_an_entry_reweighs_it():
     recent["a"] = [1]
     recent["a"] = [1, 2, 3]
     assert recent.weight == 3 and len(recent) == 1 and recent.get("z") is None
+
+
+def test_last_result_computes_once_per_key_and_remembers_only_the_last():
+    last: LastResult[tuple[str, int], list[int]] = LastResult()
+    computed: list[tuple[str, int]] = []
+
+    def compute(key: tuple[str, int]) -> list[int]:
+        computed.append(key)
+        return [key[1]]
+
+    first = last.get(("a", 1), lambda: compute(("a", 1)))
+    assert last.get(("a", 1), lambda: compute(("a", 1))) is first  # a run after a fetch: the same result
+    assert last.get(("b", 2), lambda: compute(("b", 2))) == [2]
+    assert last.get(("a", 1), lambda: compute(("a", 1))) == [1]  # one entry: the next key replaced it
+    assert computed == [("a", 1), ("b", 2), ("a", 1)]
+
+
+def test_last_result_keeps_nothing_when_the_computation_stops():
+    last: LastResult[str, int] = LastResult()
+
+    def stopped() -> int:
+        raise LookupError("bytes not fetched yet")
+
+    with pytest.raises(LookupError):
+        last.get("k", stopped)
+    assert last.get("k", lambda: 7) == 7

@@ -11,10 +11,11 @@ import random
 import numpy as np
 import pytest
 
+import readingroom_core.termindex as termindex
 from builder.site.search_files import index_files, plain_name
 from builder.stages.dense_lists import dense_files, grouped
 from builder.stages.index import quantize
-from readingroom_core.bm25 import BM25Index, build_postings
+from readingroom_core.bm25 import BM25Index, build_postings, sum_scores
 from readingroom_core.denselists import DenseDirectory, DenseLists, code_scorer, read_dense_directory
 from readingroom_core.ranges import (
     Block,
@@ -311,6 +312,39 @@ def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLIN
         (root / path).write_bytes(data)
     directory = read_term_directory(layout.directory_bytes(*files))
     return TermIndex(directory, BlockReader(read_range or folder_range_reader(root)))
+
+
+def test_a_search_run_again_after_each_fetch_sums_its_candidates_once(tmp_path, monkeypatch):
+    """The browser stops a step at each batch not fetched yet and runs it again from the start
+    (ranged_reads.js): the run after the forward groups' fetch finds the sums of the run before."""
+    exact_index = forward_layout(tmp_path, PAGE_ENTRIES)
+    fetched: set[tuple[str, int, int]] = set()
+
+    def announce(ranges) -> None:
+        missing = [tuple(entry) for entry in ranges if tuple(entry) not in fetched]
+        fetched.update(missing)
+        if missing:
+            raise LookupError(missing)
+
+    index = TermIndex(exact_index.directory, BlockReader(folder_range_reader(tmp_path), announce))
+    sums = 0
+
+    def counted(*args, **kwargs):
+        nonlocal sums
+        sums += 1
+        return sum_scores(*args, **kwargs)
+
+    monkeypatch.setattr(termindex, "sum_scores", counted)
+    for query in ["w0 w1 w5", "w12 w13 w14 w15 w16 w0 w1"]:
+        sums, runs, found = 0, 0, None
+        while found is None:
+            runs += 1
+            try:
+                found = index.search(query.split(), 10, prefix=PAGE_ENTRIES)
+            except LookupError:
+                continue
+        assert runs >= 3 and sums == 1, query  # dictionary, pages (and forward index), forward groups
+        assert found == exact_index.search(query.split(), 10, prefix=PAGE_ENTRIES)
 
 
 def test_rescoring_gives_the_best_candidates_their_exact_scores(tmp_path):

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from readingroom_core.hnsw import QUERY_RESOLUTION, dot
-from readingroom_core.lru import Recent
+from readingroom_core.lru import LastResult, Recent
 from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.ranges import Block, BlockReader
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
@@ -209,6 +209,9 @@ class DenseLists:
             1 / math.sqrt(square) if square else 0.0 for square in self._centroids.squares
         ]
         self._lists: Recent[int, ListData] = Recent(KEPT_LISTS)  # decoded, those of recent queries
+        self._last_search: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
+        self._last_products: LastResult[tuple[int, ...], Sequence[int]] = LastResult()
+        self._last_scan: LastResult[tuple[Any, ...], list[tuple[float, int, int, int]]] = LastResult()
 
     def nearest_lists(self, products: Sequence[int], scan: int) -> list[int]:
         """The lists whose centroids are closest in cosine (from the query's `products` with them), nearest
@@ -284,9 +287,24 @@ class DenseLists:
         (`allowed_docs`) and few, the lists that hold them are read instead (`reads_holders`)."""
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
+        key = (tuple(query), limit, scan, rescore, allowed, widen, allowed_docs)
+        return self._last_search.get(
+            key, lambda: self._widening(query, limit, scan, rescore, allowed, widen, allowed_docs)
+        )
+
+    def _widening(
+        self,
+        query: Sequence[float],
+        limit: int,
+        scan: int,
+        rescore: int,
+        allowed: Callable[[int], bool] | None,
+        widen: bool,
+        allowed_docs: Sequence[int] | None,
+    ) -> list[tuple[int, float]]:
         self._lists.trim()
         fine = fine_query(query)
-        products = self._centroids.products(fine)
+        products = self._last_products.get(tuple(fine), lambda: self._centroids.products(fine))
         while True:
             numbers = self.nearest_lists(products, scan)
             found = self._search(fine, products, limit, numbers, rescore, allowed)
@@ -335,11 +353,39 @@ class DenseLists:
         """The best `rescore` rows of these lists by their optimistic estimate of the product with the
         query (the list mean's, plus the residual's: its code's times its weight, plus OPTIMISM times
         the weight times the query's norm), rescored exactly."""
+        lists = self._read_lists(numbers)
+        # scored before the rows are read: the run after their fetch finds the scan done
+        key = (tuple(fine), tuple(numbers), limit, rescore, allowed)
+        ranked = self._last_scan.get(
+            key, lambda: self._scan(fine, products, limit, numbers, lists, rescore, allowed)
+        )
+        rows = self._rows([(number, position) for _, _, number, position in ranked])
+        inverse_query = 1 / math.sqrt(dot(fine, fine))
+        scored = []
+        for (_, doc_id, _, _), row in zip(ranked, rows, strict=True):
+            square = dot(row, row)
+            inverse_row = 1 / math.sqrt(square) if square else 0.0
+            scored.append((doc_id, 1.0 - (1.0 - dot(fine, row) * inverse_query * inverse_row)))
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scored[:limit]
+
+    def _scan(
+        self,
+        fine: list[int],
+        products: Sequence[int],
+        limit: int,
+        numbers: Sequence[int],
+        lists: Sequence[ListData],
+        rescore: int,
+        allowed: Callable[[int], bool] | None,
+    ) -> list[tuple[float, int, int, int]]:
+        """The best `max(rescore, limit)` rows of these lists (all for `rescore` 0) by their estimate, as
+        (minus the estimated product, doc id, list number, position in the list)."""
         product_of = code_scorer(fine)
         d = self.directory
         optimism = OPTIMISM * math.sqrt(dot(fine, fine))
-        ranked = []  # (minus the estimated product, doc id, list number, position in the list)
-        for number, data in zip(numbers, self._read_lists(numbers), strict=True):
+        ranked = []
+        for number, data in zip(numbers, lists, strict=True):
             mean = products[number] * d.centroid_scale
             for position, (doc_id, code, weight) in enumerate(
                 zip(data.doc_ids, data.codes, data.weights, strict=True)
@@ -350,15 +396,7 @@ class DenseLists:
         keep = max(rescore, limit) if rescore > 0 else len(ranked)
         if keep < len(ranked):
             ranked = heapq.nsmallest(keep, ranked)
-        rows = self._rows([(number, position) for _, _, number, position in ranked])
-        inverse_query = 1 / math.sqrt(dot(fine, fine))
-        scored = []
-        for (_, doc_id, _, _), row in zip(ranked, rows, strict=True):
-            square = dot(row, row)
-            inverse_row = 1 / math.sqrt(square) if square else 0.0
-            scored.append((doc_id, 1.0 - (1.0 - dot(fine, row) * inverse_query * inverse_row)))
-        scored.sort(key=lambda pair: (-pair[1], pair[0]))
-        return scored[:limit]
+        return ranked
 
     def _rows(self, wanted: Sequence[tuple[int, int]]) -> list[list[int]]:
         """The int8 rows at these (list, position)s, read by range block by block and checked."""

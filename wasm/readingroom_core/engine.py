@@ -20,6 +20,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from readingroom_core.analysis import contains_phrase
 from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
@@ -33,7 +34,7 @@ from readingroom_core.fusion import (
     weighted_score_fusion,
     with_paper_prior,
 )
-from readingroom_core.lru import Recent
+from readingroom_core.lru import LastResult, Recent
 from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.packedrows import PackedRows
 from readingroom_core.papertable import read_paper_table, read_paper_vectors
@@ -199,6 +200,7 @@ class SearchEngine:
         self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
         self._finder = PaperFinder(self.papers)
+        self._last_phrase_holders: LastResult[tuple[Any, ...], Ranking] = LastResult()
 
     def _paper_of_each_chunk(self) -> array[int]:
         paper_of = array("i", [-1]) * self.n_chunks
@@ -444,14 +446,8 @@ class SearchEngine:
         so few text files load. The texts are named in batches that double (`PHRASE_TEXTS_FIRST`, then
         twice as many): one at a time, a quoted title at 10,000 papers needed more fetch rounds than the
         browser allows a step."""
-        holders: set[int] | None = None
-        terms = list(dict.fromkeys(term for phrase in query.phrases for term in phrase))
-        self._bm25.read_postings(terms)  # all terms in one batch: a round trip each ran out of rounds
-        for term in terms:
-            docs = set(self._bm25.doc_ids(term))
-            holders = docs if holders is None else holders & docs
-        holders = {doc_id for doc_id in holders or () if allowed is None or allowed.test(doc_id)}
-        ranked = self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
+        key = (tuple(map(tuple, query.phrases)), tuple(query.terms), allowed)
+        ranked = self._last_phrase_holders.get(key, lambda: self._phrase_holders(query, allowed))
         passing: list[tuple[int, float]] = []
         at, window = 0, PHRASE_TEXTS_FIRST
         while at < min(len(ranked), PHRASE_CHECKS) and len(passing) < limit:
@@ -465,6 +461,18 @@ class SearchEngine:
                         break
             at, window = at + window, 2 * window
         return passing
+
+    def _phrase_holders(self, query: Query, allowed: Allowed | None) -> Ranking:
+        """BM25 ranking of the allowed chunks that hold every term of every phrase (the texts are checked
+        after: this is kept for the runs of the step that fetch them)."""
+        holders: set[int] | None = None
+        terms = list(dict.fromkeys(term for phrase in query.phrases for term in phrase))
+        self._bm25.read_postings(terms)  # all terms in one batch: a round trip each ran out of rounds
+        for term in terms:
+            docs = set(self._bm25.doc_ids(term))
+            holders = docs if holders is None else holders & docs
+        holders = {doc_id for doc_id in holders or () if allowed is None or allowed.test(doc_id)}
+        return self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
 
     def _dense_ranking(
         self,

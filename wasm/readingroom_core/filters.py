@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from readingroom_core.analysis import bare_id, fold
+from readingroom_core.lru import LastResult
 from readingroom_core.sitedata import PaperRecord
 
 # Allowed chunks are listed up to this many: the dense side reads the lists holding them only for a few
@@ -130,6 +131,8 @@ class PaperFilter:
         self._papers = papers
         self._paper_of = paper_of
         self.tags = sorted({tag.lower() for paper in papers for tag in paper.tags})
+        # the same filters give the same object: a step run again after a fetch finds its sums by it
+        self._last: LastResult[Filters, Allowed | None] = LastResult()
 
     @cached_property
     def _keys(self) -> list[PaperKeys]:
@@ -139,6 +142,9 @@ class PaperFilter:
         """The chunks of the papers that pass `filters` (None: all)."""
         if filters.is_empty():
             return None
+        return self._last.get(filters, lambda: self._allowed(filters))
+
+    def _allowed(self, filters: Filters) -> Allowed:
         wanted = normalized(filters)
         passing = [keys.passes(wanted) for keys in self._keys]
         spans = [paper.doc_ids for paper, passes in zip(self._papers, passing, strict=True) if passes]

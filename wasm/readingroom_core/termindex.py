@@ -58,7 +58,7 @@ from readingroom_core.bm25 import (
     term_weights,
     top_scores,
 )
-from readingroom_core.lru import Recent
+from readingroom_core.lru import LastResult, Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
@@ -383,6 +383,8 @@ class TermIndex:
         # queries only: common terms come back query after query, and a visit must not grow without bound
         self._postings: Recent[str, Decoded] = Recent(KEPT_POSTINGS, _count)
         self._forward: tuple[array[int], list[str]] | None = None  # group starts, group sha256 prefixes
+        self._last_search: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
+        self._last_sums: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
 
     # --- the dictionary ---------------------------------------------------------------------------------
 
@@ -577,11 +579,20 @@ class TermIndex:
         terms = list(dict.fromkeys(query_terms))
         if k <= 0:
             return []
+        key = (tuple(terms), k, allowed, prefix, rescore)
+        return self._last_search.get(key, lambda: self._search(terms, k, allowed, prefix, rescore))
+
+    def _search(
+        self, terms: list[str], k: int, allowed: Callable[[int], bool] | None, prefix: int, rescore: int
+    ) -> list[tuple[int, float]]:
         found = self.weights(terms, prefix, rescoring=rescore > 0)
         unread = [number for number, term in enumerate(terms) if self._tail_unread(term, prefix)]
         if not unread or rescore <= 0:
             return sum_scores(found, k, allowed)
-        candidates = [doc for doc, _ in sum_scores(found, max(k, rescore), allowed)]
+        # summed before the forward groups are read: the run after their fetch finds the sums done
+        key = (tuple(terms), max(k, rescore), allowed, prefix)
+        ranked = self._last_sums.get(key, lambda: sum_scores(found, max(k, rescore), allowed))
+        candidates = [doc for doc, _ in ranked]
         return top_scores(self._exact_scores(terms, found, unread, candidates), k)
 
     def _tail_unread(self, term: str, prefix: int) -> bool:
