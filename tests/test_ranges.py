@@ -28,6 +28,7 @@ from readingroom_core.ranges import (
 from readingroom_core.termindex import (
     INLINE_PAGES,
     PAGE_ENTRIES,
+    PAGE_SHA_DIGITS,
     TermIndex,
     TermLayout,
     page_values,
@@ -391,7 +392,8 @@ def test_an_entry_holds_the_checksums_a_default_read_needs_and_a_deep_read_fetch
     exact = BM25Index(build_postings(generated_texts()))
     index.search(["w0", "w1"], 10, prefix=PAGE_ENTRIES)
     pages = [(start, end) for path, start, end in ranges.asked if path == "data/pages.bin"]
-    df, start, _rank, sizes, _first_page, _rest = index._entries["w0"]
+    df, start, _rank, sizes, shas = index._entries["w0"]
+    assert len(sizes) == 1 and len(shas) == 2 * PAGE_SHA_DIGITS // 2  # the first page's, the rest's records'
     assert df > 3 * PAGE_ENTRIES and len(pages) == 2  # one page each, no records beyond the entry's
     assert (start, start + sizes[0]) in pages
     holding = [doc for doc, text in enumerate(generated_texts()) if "w0" in text.split()]
