@@ -302,6 +302,7 @@ class DenseLists:
         widen: bool,
         allowed_docs: Sequence[int] | None,
     ) -> list[tuple[int, float]]:
+        """The search `search` keeps for the runs of its step after the first (`lru.LastResult`)."""
         self._lists.trim()
         fine = fine_query(query)
         products = self._last_products.get(tuple(fine), lambda: self._centroids.products(fine))

@@ -607,6 +607,7 @@ class TermIndex:
     def _search(
         self, terms: list[str], k: int, allowed: Callable[[int], bool] | None, prefix: int, rescore: int
     ) -> list[tuple[int, float]]:
+        """The search `search` keeps for the runs of its step after the first (`lru.LastResult`)."""
         found = self.weights(terms, prefix, rescoring=rescore > 0)
         unread = [number for number, term in enumerate(terms) if self._tail_unread(term, prefix)]
         if not unread or rescore <= 0:
