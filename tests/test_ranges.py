@@ -259,6 +259,14 @@ def test_dictionary_lookups_for_phrases_and_spelling(written):
     assert index.doc_ids("nowhere") == [] and index.doc_freq("nowhere") == 0
     assert index.terms_near("w25x", 4, 4) == sorted(w for w in WORDS if len(w) == 4 and w != "w25x")
 
+    def holders(*terms: str) -> list[int]:
+        return [doc for doc, text in enumerate(texts) if set(terms) <= set(text.split())]
+
+    common = next(word for word in WORDS if 0 < len(holders(word, "w250")) < len(holding))
+    assert index.doc_freq(common) > 10 * len(holding)  # the rare word's few documents are tested against it
+    assert sorted(index.holding_all([common, "w250"])) == holders(common, "w250")
+    assert index.holding_all(["w250", "nowhere"]) == set()
+
 
 def test_damaged_postings_are_refused(written, tmp_path):
     root, built, *_ = written

@@ -160,7 +160,6 @@ def sum_scores(
     if k <= 0:
         return []
     scores: dict[int, float] = {}
-    verdicts: dict[int, bool] = {}
     for found in weighted:
         if found is None:
             continue
@@ -169,14 +168,11 @@ def sum_scores(
             scores = dict(zip(doc_ids, weights, strict=True))  # 0.0 + weight is weight
             continue
         add = scores.get
+        # `allowed` is asked again for each term that holds a document: remembering its answers for every
+        # document of full postings (a quoted title's: 800,000 at 10,000 papers) took 80 MB
         for doc_id, weight in zip(doc_ids, weights, strict=True):
-            if allowed is not None:
-                verdict = verdicts.get(doc_id)
-                if verdict is None:
-                    verdict = verdicts[doc_id] = bool(allowed(doc_id))
-                if not verdict:
-                    continue
-            scores[doc_id] = add(doc_id, 0.0) + weight
+            if allowed is None or allowed(doc_id):
+                scores[doc_id] = add(doc_id, 0.0) + weight
     return top_scores(scores, k)
 
 

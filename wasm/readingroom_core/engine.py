@@ -465,13 +465,10 @@ class SearchEngine:
     def _phrase_holders(self, query: Query, allowed: Allowed | None) -> Ranking:
         """BM25 ranking of the allowed chunks that hold every term of every phrase (the texts are checked
         after: this is kept for the runs of the step that fetch them)."""
-        holders: set[int] | None = None
         terms = list(dict.fromkeys(term for phrase in query.phrases for term in phrase))
-        self._bm25.read_postings(terms)  # all terms in one batch: a round trip each ran out of rounds
-        for term in terms:
-            docs = set(self._bm25.doc_ids(term))
-            holders = docs if holders is None else holders & docs
-        holders = {doc_id for doc_id in holders or () if allowed is None or allowed.test(doc_id)}
+        holders = self._bm25.holding_all(terms)
+        if allowed is not None:
+            holders = {doc_id for doc_id in holders if allowed.test(doc_id)}
         return self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
 
     def _dense_ranking(

@@ -581,6 +581,22 @@ class TermIndex:
         """Every posting of all `terms` in one batch (their entries first), for later `doc_ids` calls."""
         self.weights(list(dict.fromkeys(terms)), 0)
 
+    def holding_all(self, terms: Sequence[str]) -> set[int]:
+        """The documents that hold every one of `terms`, their postings read in one batch (a round trip
+        each ran out of rounds). The rarest term's documents are tested against the others' postings: at
+        10,000 papers a quoted title's words hold up to 600,000 chunks each, and sets of them all took
+        109 MB at once where this takes 6."""
+        found = self.weights(list(dict.fromkeys(terms)), 0)
+        if not found or any(weights is None for weights in found):
+            return set()
+        doc_lists = sorted((weights[0] for weights in found if weights is not None), key=len)
+        holders = set(doc_lists[0])
+        for doc_ids in doc_lists[1:]:
+            if not holders:
+                break
+            holders.intersection_update(doc_ids)
+        return holders
+
     def doc_ids(self, term: str) -> list[int]:
         """Every document holding `term`, in doc id order: phrases and spelling need them all."""
         if self._entry(term) is None:
