@@ -255,7 +255,7 @@ class DenseLists:
         blocks = [Block(self.directory.lists_file, e.start, e.end, e.sha256) for e in entries]
         code_bytes = self.directory.dims // 8
         for number, entry, data in zip(
-            wanted, entries, self._reader.read(blocks, gap=LIST_GAP_BYTES), strict=True
+            wanted, entries, self._reader.read(blocks, gap=LIST_GAP_BYTES, keep=False), strict=True
         ):
             m = entry.count
             doc_ids = array("I")
@@ -288,9 +288,13 @@ class DenseLists:
         if len(query) != self.directory.dims:
             raise ValueError(f"query has {len(query)} dimensions, the index has {self.directory.dims}")
         key = (tuple(query), limit, scan, rescore, allowed, widen, allowed_docs)
-        return self._last_search.get(
+        found = self._last_search.get(
             key, lambda: self._widening(query, limit, scan, rescore, allowed, widen, allowed_docs)
         )
+        # past lists go once the search is done, never between the runs of its step: the block cache does
+        # not hold the lists (`_read_lists`), so a list forgotten there would be fetched again
+        self._lists.trim()
+        return found
 
     def _widening(
         self,
@@ -303,7 +307,6 @@ class DenseLists:
         allowed_docs: Sequence[int] | None,
     ) -> list[tuple[int, float]]:
         """The search `search` keeps for the runs of its step after the first (`lru.LastResult`)."""
-        self._lists.trim()
         fine = fine_query(query)
         products = self._last_products.get(tuple(fine), lambda: self._centroids.products(fine))
         while True:

@@ -28,7 +28,7 @@ RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive
 Announce = Callable[[Sequence[tuple[str, int, int] | tuple[str]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
-# without bound).
+# without bound). The blocks a caller keeps decoded (the dense lists) are not held here.
 CACHE_BYTES = 64 << 20
 
 
@@ -78,9 +78,10 @@ class BlockReader:
     def reset_counts(self) -> None:
         self.requests = self.bytes_read = 0
 
-    def read(self, blocks: Sequence[Block], gap: int = 0) -> list[bytes]:
+    def read(self, blocks: Sequence[Block], gap: int = 0, keep: bool = True) -> list[bytes]:
         """Each block's bytes, checked, in the order asked; blocks already read come from memory. Blocks
-        of one file at most `gap` bytes apart are read in one request (the bytes between thrown away)."""
+        of one file at most `gap` bytes apart are read in one request (the bytes between thrown away).
+        `keep=False`: the caller keeps what it decodes from them, so the cache does not hold them twice."""
         # What this read returns is held apart from the cache: keeping the blocks it fetches may drop
         # others it asked for from the cache (a long session at 10,000 papers fills it).
         found = {block: self._cache.pop(block) for block in blocks if block in self._cache}
@@ -97,7 +98,8 @@ class BlockReader:
             self.bytes_read += len(data)
             for block in run:
                 found[block] = check_block(block, data[block.start - first.start : block.end - first.start])
-                self._keep(block, found[block])
+                if keep:
+                    self._keep(block, found[block])
         return [found[block] for block in blocks]
 
     def _keep(self, block: Block, data: bytes) -> None:
