@@ -63,8 +63,8 @@ OPTIMISM = 1.0
 ROW_GAP_BYTES = 4096
 LIST_GAP_BYTES = 8192
 # Lists kept decoded between queries: at 10,000 papers (128 rows a list) about 35 KB each in CPython, so
-# about 70 MB, what some fifty queries read; a 1,000-paper list has 660 lists in all.
-KEPT_LISTS = 2048
+# about 35 MB, what some twenty-five queries read (engine.KEPT_TEXTS); a 1,000-paper list has 660 lists.
+KEPT_LISTS = 1024
 # Doc ids per checked block of the list-of file (8 KB): a paper's chunks lie in one block, or two.
 LIST_OF_BLOCK_DOCS = 4096
 

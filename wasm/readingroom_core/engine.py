@@ -66,9 +66,13 @@ PHRASE_TEXTS_FIRST = 8
 # 68.8 MB in CPython after 60 questions at 10,000 papers, 12.2 MB as files) and decoding one again takes
 # 0.4 ms in CPython, where fetching it again costs a round trip: with 256 decoded texts and no files kept,
 # 60 questions on a 1,000-paper list, asked again, had a warm hybrid p50 of 89.6 ms in chromium, against
-# 45.8 with 1,024 decoded.
-KEPT_TEXTS = 128
-KEPT_TEXT_BYTES = 32 << 20
+# 45.8 with 1,024 decoded. Bounded for the worker's heap, with the caches of termindex.py, denselists.py
+# and ranges.py: at 10,000 papers, the 276 questions of the scale bench left 345 MB in CPython with twice
+# these bounds and 231 MB with these (chromium's search worker: 326 MB, where before these bounds, lists
+# kept once and a quoted title's smaller sets it held 450); a query read 11% more bytes (median 761 KB in
+# chromium, against 687) and took 73 ms of CPU in CPython, against 70.
+KEPT_TEXTS = 64
+KEPT_TEXT_BYTES = 16 << 20
 PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]

@@ -28,8 +28,8 @@ RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive
 Announce = Callable[[Sequence[tuple[str, int, int] | tuple[str]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
-# without bound). The blocks a caller keeps decoded (the dense lists) are not held here.
-CACHE_BYTES = 64 << 20
+# without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
+CACHE_BYTES = 32 << 20
 
 
 class DamagedData(Exception):

@@ -95,11 +95,11 @@ FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
 INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 
 # Decoded postings kept between queries, 16 bytes each in typed arrays (as Python lists they took about
-# 80: 85 MB at a quarter of this bound), so about 64 MB. Decoding is most of a query's keyword time: at
-# 10,000 papers, the scale bench's 276 questions had a p50 of 72.5 ms in CPython with a quarter of this
-# bound, 59.6 with this one and 55.3 with no bound (60 questions on 1,000 papers, asked again in Pyodide:
-# 123 ms at a sixteenth of this bound, 45.5 with no bound).
-KEPT_POSTINGS = 1 << 22
+# 80: 85 MB at half this bound), so about 32 MB. Decoding is most of a query's keyword time: at 10,000
+# papers, the scale bench's 276 questions had a p50 of 72.5 ms in CPython with half this bound, 59.6 with
+# twice it and 55.3 with no bound (60 questions on 1,000 papers, asked again in Pyodide: 123 ms at an
+# eighth of this bound, 45.5 with no bound). Halved for the worker's heap (engine.KEPT_TEXTS).
+KEPT_POSTINGS = 1 << 21
 KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 
 Weights = tuple[Sequence[int], Sequence[float]]
