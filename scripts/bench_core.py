@@ -178,7 +178,7 @@ def make_synthetic_site(
             )
         )
     built = index_files(synthetic_postings(samples, distinct), synthetic_vectors(rows, size, rng), plain_name)
-    files = sitedata.DataFiles(papers="data/papers.json", chunks="data/chunks.json", **built.roles)
+    files = sitedata.DataFiles(papers="data/papers.json", chunks="data/chunks.bin", **built.roles)
     write_file(out / files.papers, sitedata.papers_bytes(papers))
     table = sitedata.ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
     write_file(out / files.chunks, sitedata.chunk_table_bytes(table))

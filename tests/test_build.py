@@ -10,6 +10,7 @@ from support import corpus
 
 from builder.cli import main
 from readingroom_core.ranges import folder_reader
+from readingroom_core.sitedata import read_chunk_table
 
 
 def normalise(text: str) -> str:
@@ -21,23 +22,23 @@ def normalise(text: str) -> str:
 def site_chunks(site):
     """Every chunk of a built site, joined from the chunk table and the per-paper text files."""
     manifest = json.loads((site / "manifest.json").read_text())
-    table = json.loads(folder_reader(site)(manifest["files"]["chunks"]).decode("utf-8"))
+    table = read_chunk_table(folder_reader(site)(manifest["files"]["chunks"]))
     rows = []
     for paper in json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]:
         text = json.loads(gzip.decompress((site / paper["text"]).read_bytes()))  # a .json.gz
         for offset, chunk in enumerate(text["chunks"]):
             doc = text["first"] + offset
-            start = table["page_start"][doc]
+            start = table.page_start[doc]
             rows.append(
                 {
                     "arxiv_id": paper["id"],
                     "page_start": start,
-                    "page_end": start + table["page_span"][doc],
+                    "page_end": table.page_end(doc),
                     "text": chunk["t"],
-                    "section": table["sections"][table["section"][doc]],
+                    "section": table.section_of(doc),
                 }
             )
-    assert len(rows) == table["n"] == manifest["counts"]["chunks"]
+    assert len(rows) == table.n == manifest["counts"]["chunks"]
     return rows
 
 

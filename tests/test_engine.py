@@ -251,7 +251,7 @@ def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
         _write(root, path, data)
     return DataFiles(
         papers=_write(root, "data/papers.json", papers_bytes(papers)),
-        chunks=_write(root, "data/chunks.json", chunk_table_bytes(table)),
+        chunks=_write(root, "data/chunks.bin", chunk_table_bytes(table)),
         **index.roles,
     )
 

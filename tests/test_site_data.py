@@ -58,7 +58,10 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
         assert listed[path.removesuffix(".gz")]["sha256"][:12] in path
     assert set(manifest["files"].values()) <= set(listed)
     assert manifest["counts"]["papers"] == 4 and manifest["counts"]["failures"] == 0
-    assert manifest["counts"]["chunks"] == load(out, manifest["files"]["chunks"])["n"]
+    assert (
+        manifest["counts"]["chunks"]
+        == sitedata.read_chunk_table(folder_reader(out)(manifest["files"]["chunks"])).n
+    )
     assert manifest["model"]["dims"] == 384 and len(manifest["model"]["weights_sha256"]) == 64
     assert manifest["index"]["usearch_version"] == USEARCH_VERSION and manifest["index"]["dtype"] == "i8"
     assert {"pymupdf", "usearch", "sentence-transformers", "onnxruntime"} <= set(manifest["tools"])
@@ -66,12 +69,11 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
 
 def site_chunks(out, manifest):
     papers = load(out, manifest["files"]["papers"])["papers"]
-    table = load(out, manifest["files"]["chunks"])
+    table = sitedata.read_chunk_table(folder_reader(out)(manifest["files"]["chunks"]))
     rows = []
     for paper in papers:
         for chunk in load(out, paper["text"])["chunks"]:
-            doc = len(rows)
-            rows.append((paper, table["sections"][table["section"][doc]], chunk["t"]))
+            rows.append((paper, table.section_of(len(rows)), chunk["t"]))
     return rows
 
 
@@ -170,16 +172,32 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
     assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
 
 
-def test_a_chunk_table_column_of_other_than_whole_numbers_is_refused(site):
-    """The columns are read into typed arrays: a value they cannot hold is a clear error, not a crash."""
+def test_the_chunk_table_stores_each_column_in_the_fewest_bytes_and_refuses_a_damaged_one(site):
+    """Each column is the smallest unsigned typed array that holds its values; a table cut short, with a
+    column type it cannot hold, or naming a section it does not list is a clear error, not a crash."""
     out, _ = site
     manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
-    table = json.loads(folder_reader(out)(manifest.files.chunks))
-    assert sitedata.read_chunk_table(json.dumps(table)).page_span[0] == table["page_span"][0]
-    for damage in (-1, 1.5, "3"):
-        table["page_span"][0] = damage
-        with pytest.raises(ValueError, match="chunk table has a column that is not of whole numbers"):
-            sitedata.read_chunk_table(json.dumps(table))
+    data = folder_reader(out)(manifest.files.chunks)
+    table = sitedata.read_chunk_table(data)
+    assert [column.typecode for column in (table.page_start, table.page_span, table.section)] == ["B"] * 3
+    assert len(data) < 4 * table.n + 2_000  # a byte a value, the section titles once
+    wide = sitedata.ChunkTable([70_000, 3], [0, 1], [0, 1], ["Intro", "Method"])
+    again = sitedata.read_chunk_table(sitedata.chunk_table_bytes(wide))
+    assert (again.page_start.typecode, list(again.page_start), again.section_of(1)) == (
+        "I",
+        [70_000, 3],
+        "Method",
+    )
+    header = int.from_bytes(data[:4], "little")
+    damaged = {
+        "cut short": data[:-1],
+        "of another type": data[:4] + data[4 : 4 + header].replace(b'"B"', b'"d"', 1) + data[4 + header :],
+        "naming a section": sitedata.ChunkTable([1], [0], [5], ["Intro"]).to_bytes(),
+    }
+    for what, bytes_ in damaged.items():
+        with pytest.raises(ValueError, match="chunk table") as refused:
+            sitedata.read_chunk_table(bytes_)
+        assert "\n" not in str(refused.value), what
 
 
 def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vectors_apart(site):

@@ -193,7 +193,7 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[DataFiles, di
     index = search_index_files(
         texts, vectors, name=lambda folder, stem, suffix, _: f"{folder}/{stem}{suffix}"
     )
-    roles = DataFiles(papers="data/papers.json", chunks="data/chunks.json", **index.roles)
+    roles = DataFiles(papers="data/papers.json", chunks="data/chunks.bin", **index.roles)
     files[roles.papers] = papers_bytes(papers)
     files[roles.chunks] = chunk_table_bytes(ChunkTable.from_rows([(1, 1, "")] * len(texts)))
     files.update(index.files)

@@ -198,7 +198,7 @@ def write_search_files(
     files = {
         "papers": write_hashed(out_dir, "data", "papers", ".json", papers_bytes(records)),
         "paper_table": write_hashed(out_dir, "data", "paper-table", ".json", paper_table_bytes(records)),
-        "chunks": write_hashed(out_dir, "data", "chunks", ".json", chunk_table_bytes(table)),
+        "chunks": write_hashed(out_dir, "data", "chunks", ".bin", chunk_table_bytes(table)),
     }
     paper_vectors = paper_vectors_bytes(records)
     if paper_vectors is not None:
