@@ -9,7 +9,6 @@ overlap by a sentence or two so an answer that straddles a boundary is still fou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from builder.models import Chunk, ParsedPaper
+from readingroom_core.sitedata import chunk_id
 
 
 @dataclass(frozen=True)
@@ -248,11 +248,6 @@ def context_prefix(title: str, section: str, counter: TokenCounter, settings: Ch
     """The 'title — section' line prepended for embedding only (display text stays verbatim)."""
     context = f"{title} — {section}" if section else title
     return counter.cut(" ".join(context.split()), settings.context_tokens)
-
-
-def chunk_id(arxiv_id: str, start: int, end: int, text: str) -> str:
-    digest = hashlib.sha256(f"{arxiv_id}\0{start}\0{end}\0{text}".encode()).hexdigest()
-    return digest[:16]
 
 
 def chunk_paper(
