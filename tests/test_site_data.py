@@ -5,6 +5,7 @@ import hashlib
 import json
 import math
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -214,6 +215,11 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
+        assert (out / searched.text).is_file()
+    # a text's path is rebuilt from the paper's id and checksum, not stored; one of another form is kept
+    assert all("text" not in row for row in json.loads(table_data)["papers"])
+    moved = replace(full[0], text="data/elsewhere/text.json.gz")
+    assert papertable.read_paper_table(papertable.paper_table_bytes([moved]))[0].text == moved.text
     data = folder_reader(out)(manifest.files.paper_vectors)
     signed, dims = memoryview(data).cast("b"), manifest.model.dims
     rows = [list(signed[at : at + dims]) for at in range(0, len(data), dims)]

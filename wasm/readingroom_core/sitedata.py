@@ -46,7 +46,8 @@ FORMAT_VERSION = 8  # 2: postings and vectors read by range, the citation graph,
 # that gzip shrinks is stored only as its .gz (readers unpack it: ranges.folder_reader, the worker); 7: the
 # dense lists' codes are their rows' residuals from the list's mean, with a weight byte a row; 8: the chunk
 # table's columns typed (a binary file), 64 bits of each forward group's sha256 in the forward index, a
-# text file without the chunk ids its chunks rebuild (`chunk_id`)
+# text file without the chunk ids its chunks rebuild (`chunk_id`), a paper table without the text paths it
+# rebuilds (`papertable.paper_text_path`)
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
