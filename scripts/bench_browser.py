@@ -89,7 +89,7 @@ def kind_of(url: str) -> str:
         ("/runtime/python-snapshot", "python snapshot"),
         ("/runtime/ort", "onnxruntime-web"),
         ("/model/", "model"),
-        ("/data/text/", "passage text"),
+        ("/data/text", "passage text"),  # the texts file and its dictionary
         ("/data/", "index data"),
         (".whl", "core wheel"),
         ("/runtime/", "site js/css"),

@@ -53,7 +53,6 @@ from readingroom_core.hnsw import UsearchFile  # noqa: E402
 from readingroom_core.ranges import folder_reader  # noqa: E402
 from readingroom_core.sitedata import (  # noqa: E402
     Manifest,
-    gunzipped,
     read_chunk_table,
     read_manifest,
     read_papers,
@@ -150,12 +149,6 @@ def artifact_sizes(site: Path, manifest: Manifest) -> dict:
         row["files"] += 1
         row["bytes"] += len(data)
         row["gzip"] += len(gzip.compress(data, 9))
-    for paper in read_papers(read(manifest.files.papers)):  # the texts: named by the papers, not the manifest
-        packed = read(paper.text)
-        row = kinds["text (per paper)"]
-        row["files"] += 1
-        row["bytes"] += len(gunzipped(packed))
-        row["gzip"] += len(packed)
     return dict(kinds)
 
 

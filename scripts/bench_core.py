@@ -47,7 +47,9 @@ from support.pyodide import (  # noqa: E402
 
 from builder.site.runtime import build_core_wheel  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
+from readingroom_core.browser import open_folder  # noqa: E402
 from readingroom_core.denselists import DenseLists, read_dense_directory  # noqa: E402
+from readingroom_core.papertexts import preset_dictionary, texts_file_bytes  # noqa: E402
 from readingroom_core.ranges import (  # noqa: E402
     BlockReader,
     folder_range_reader,
@@ -65,12 +67,8 @@ EXTRA_WORDS = SHARED_MIRROR.parent / "beir-scifact" / "corpus.jsonl"
 def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
     """Manifest, chunk texts in doc-id order, and the stored rows as unit float vectors."""
     manifest = sitedata.read_manifest((site / "manifest.json").read_bytes())
-    papers = sitedata.read_papers(folder_reader(site)(manifest.files.papers))
-    texts = [
-        chunk.text
-        for paper in papers
-        for chunk in sitedata.read_paper_text(folder_reader(site)(paper.text)).chunks
-    ]
+    engine = open_folder(site).engine
+    texts = [engine.chunk(doc_id).text for doc_id in range(engine.n_chunks)]
     dense = read_dense_directory(folder_reader(site)(manifest.files.dense))
     rows = np.array(DenseLists(dense, BlockReader(folder_range_reader(site))).every_row(), dtype=np.float64)
     rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
@@ -156,29 +154,44 @@ def make_synthetic_site(
     length = int(np.median(lengths))
     samples = token_ids[rng.integers(0, len(token_ids), (size, length))]
     chunk_texts = [" ".join(distinct[row].tolist()) for row in samples]
-    papers = []
-    for number, first in enumerate(range(0, size, CHUNKS_PER_PAPER)):
-        count = min(CHUNKS_PER_PAPER, size - first)
-        paper_id = f"synthetic.{number:05d}"
-        text_path = f"data/text/{paper_id}.json"
-        chunks = tuple(
-            sitedata.TextChunk(f"c{doc}", 0, len(chunk_texts[doc]), chunk_texts[doc])
-            for doc in range(first, first + count)
+    starts = range(0, size, CHUNKS_PER_PAPER)
+    paper_texts = [
+        sitedata.PaperText(
+            f"synthetic.{number:05d}",
+            tuple(
+                sitedata.TextChunk(f"c{doc}", 0, len(chunk_texts[doc]), chunk_texts[doc])
+                for doc in range(first, min(first + CHUNKS_PER_PAPER, size))
+            ),
         )
-        write_file(out / text_path, sitedata.paper_text_bytes(sitedata.PaperText(paper_id, first, chunks)))
-        papers.append(
-            sitedata.PaperRecord(
-                id=paper_id,
-                title=f"Synthetic paper {number}",
-                first_chunk=first,
-                chunk_count=count,
-                text=text_path,
-                year=2018 + number % 6,
-                categories=("cs.CL",),
-            )
+        for number, first in enumerate(starts)
+    ]
+    dictionary = preset_dictionary(chunk_texts)
+    texts_file, located = texts_file_bytes(paper_texts, dictionary)
+    papers = [
+        sitedata.PaperRecord(
+            id=text.id,
+            title=f"Synthetic paper {number}",
+            first_chunk=first,
+            chunk_count=len(text.chunks),
+            text_bytes=(head_bytes, text_bytes),
+            text_sha256=head_sha,
+            year=2018 + number % 6,
+            categories=("cs.CL",),
         )
+        for number, (first, text, (head_bytes, text_bytes, head_sha)) in enumerate(
+            zip(starts, paper_texts, located, strict=True)
+        )
+    ]
     built = index_files(synthetic_postings(samples, distinct), synthetic_vectors(rows, size, rng), plain_name)
-    files = sitedata.DataFiles(papers="data/papers.json", chunks="data/chunks.bin", **built.roles)
+    files = sitedata.DataFiles(
+        papers="data/papers.json",
+        chunks="data/chunks.bin",
+        texts="data/texts.bin",
+        text_dictionary="data/text-dictionary.bin",
+        **built.roles,
+    )
+    write_file(out / files.texts, texts_file)
+    write_file(out / files.text_dictionary, dictionary)
     write_file(out / files.papers, sitedata.papers_bytes(papers))
     table = sitedata.ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
     write_file(out / files.chunks, sitedata.chunk_table_bytes(table))

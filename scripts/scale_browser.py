@@ -70,7 +70,7 @@ class NetworkLog:
         self.requests += 1
         self.bytes += size
         path = url.path
-        if "/data/" in path and "/data/text/" not in path:
+        if "/data/" in path and "/data/text" not in path:
             name = path.rsplit("/", 1)[-1]
             self.index_files[name] = self.index_files.get(name, 0) + size
 

@@ -26,7 +26,6 @@ from readingroom_core.answers import (
     Turn,
     build_prompt,
     fit_prompt,
-    page_texts,
     prompt_tokens,
     retrieval_query,
     retrieval_text,
@@ -79,9 +78,8 @@ def whole_pages(engine) -> list[Source]:
     """Every page of every paper as one candidate source: sources far longer than a chunk."""
     pages = []
     for index, paper in enumerate(engine.papers):
-        text_file = engine.text_file(index)
-        numbers = [page.page for page in text_file.pages]
-        for number, text in page_texts(text_file, numbers).items():
+        numbers = [page.page for page in engine.texts.head(index).pages]
+        for number, text in engine.texts.page_texts(index, numbers).items():
             if text:
                 pages.append(Source(0, paper.id, number, number, "", paper.title, "", text))
     return pages
@@ -258,8 +256,8 @@ def test_dev_set_evidence_quotes_verify_on_their_gold_pages_only(mirror_site):
         if not question["relevant"] or question["relevant"][0]["arxiv_id"] not in paper_index:
             continue
         arxiv_id, page = question["relevant"][0]["arxiv_id"], question["relevant"][0]["pages"][0]
-        text_file = engine.text_file(paper_index[arxiv_id])
-        texts = page_texts(text_file, [p.page for p in text_file.pages])
+        pages = [page.page for page in engine.texts.head(paper_index[arxiv_id]).pages]
+        texts = engine.texts.page_texts(paper_index[arxiv_id], pages)
         other = page + 2 if page + 2 in texts else page - 2
         evidence = {
             "sources": [

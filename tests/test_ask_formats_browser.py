@@ -17,7 +17,6 @@ from support.mock_llm import INVENTED_ID, quote_from
 from test_ask_browser import QUESTION, AskPage, asking, llm  # noqa: F401
 from test_site_browser import served_site, site_url  # noqa: F401
 
-from readingroom_core.answers import page_texts
 from readingroom_core.browser import open_folder
 
 pytestmark = pytest.mark.browser
@@ -75,8 +74,8 @@ def _outside_quote(site: Path, sources: list[dict]) -> tuple[str, int, str]:
     engine = open_folder(site).engine
     cited = {s["arxiv_id"] for s in sources}
     for index, paper in enumerate(engine.papers):
-        text_file = engine.text_file(index)
-        for page, text in page_texts(text_file, [p.page for p in text_file.pages]).items():
+        pages = [page.page for page in engine.texts.head(index).pages]
+        for page, text in engine.texts.page_texts(index, pages).items():
             quote = quote_from(text)
             if quote and paper.id not in cited:
                 return paper.id, page, quote

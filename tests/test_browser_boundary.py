@@ -4,7 +4,6 @@ The same calls run in Pyodide in test_pyodide.py and in chromium in test_site_br
 """
 
 import gzip
-import hashlib
 import json
 import subprocess
 import sys
@@ -18,15 +17,16 @@ import pytest
 import readingroom_core
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import (
-    READ_AHEAD_PAPERS,
+    READ_AHEAD_CHUNKS,
     Site,
     gunzipped,
     hit_json,
     open_folder,
     open_site,
+    sha256_hex,
 )
 from readingroom_core.engine import SearchOptions
-from readingroom_core.papertable import read_paper_table
+from readingroom_core.papertexts import GROUP_CHUNKS
 from readingroom_core.querysyntax import embedding_text
 from readingroom_core.ranges import folder_range_reader, folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -95,38 +95,45 @@ def test_a_vector_handed_over_as_float32_bytes_gives_the_dense_ranking(site, bui
 
 
 def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(built_sites):
-    """worker.js: prepare(request) while the encoder embeds, read the papers it names, search(id, vector)."""
+    """worker.js: prepare(request) while the encoder embeds, fetch the text ranges it names, search(id,
+    vector)."""
     read = folder_reader(built_sites.second)
-    reads: list[str] = []
-    site = open_site(lambda path: (reads.append(path), read(path))[1], read("manifest.json").decode("utf-8"))
+    read_range = folder_range_reader(built_sites.second)
+    text_reads: list[tuple[int, int]] = []
+    texts_file = json.loads(read("manifest.json"))["files"]["texts"]
+
+    def logged_range(path: str, start: int, end: int) -> bytes:
+        if path == texts_file:
+            text_reads.append((start, end))
+        return read_range(path, start, end)
+
+    site = open_site(read, read("manifest.json").decode("utf-8"), logged_range)
     plain = open_site(read, read("manifest.json").decode("utf-8"))
     site.load_semantic()
     plain.load_semantic()
     vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, plain.manifest).encode([QUERY])[0])
-    papers = site.engine.papers
-    paper_of = {doc: i for i, paper in enumerate(papers) for doc in paper.doc_ids}
+    engine = site.engine
     request = {"query": QUERY, "k": 10, "mode": "hybrid"}
-    keyword_ranking = site.engine.prepare(QUERY, SearchOptions(k=10)).bm25
-    reads.clear()
+    keyword_ranking = engine.prepare(QUERY, SearchOptions(k=10)).bm25 or []
     prepared = json.loads(site.prepare(json.dumps(request)))
-    ahead = prepared["read_ahead"]
-    assert reads == []  # the keyword side needs no paper text
-    keyword_papers = list(dict.fromkeys(paper_of[doc] for doc, _ in keyword_ranking))
-    assert ahead == [papers[paper].text for paper in keyword_papers[:READ_AHEAD_PAPERS]]
-    assert len(ahead) >= 2
+    ahead = [tuple(entry) for entry in prepared["read_ahead"]]
+    assert text_reads == []  # the keyword side needs no paper text
+    # Nothing is kept yet: the heads of the best keyword matches' papers, in rank order.
+    paper_of = {doc: i for i, paper in enumerate(engine.papers) for doc in paper.doc_ids}
+    papers = {paper_of[doc] for doc, _ in keyword_ranking[:READ_AHEAD_CHUNKS]}
+    expected = engine.texts.unread(doc for doc, _ in keyword_ranking[:READ_AHEAD_CHUNKS])
+    assert ahead == [(texts_file, block.start, block.end) for block in expected]
+    assert len(ahead) == len(papers) >= 1
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(site.engine, "prepare", lambda *_: pytest.fail("the search was parsed again"))
+        patch.setattr(engine, "prepare", lambda *_: pytest.fail("the search was parsed again"))
         reply = json.loads(site.search(prepared["search"], vector))
         # A failed semantic side is answered again, keyword-only, from the same prepared search.
         keyword_only = json.loads(site.search(prepared["search"], None))
     site.discard(prepared["search"])
     assert reply == search(plain, vector, **request)
     assert keyword_only == search(plain, None, **request)
-    text_of = {paper.id: paper.text for paper in papers}
-    shown = {text_of[hit["arxiv_id"]] for hit in reply["hits"]}
-    assert shown & set(ahead)  # what the worker fetched ahead, the reply shows
-    texts = [path for path in reads if "/text/" in path]
-    assert sorted(texts) == sorted(shown)  # each text the reply shows, read once
+    assert {(start, end) for _, start, end in ahead} <= set(text_reads)  # what the worker fetched ahead
+    assert len(text_reads) == len(set(text_reads))  # each head and group read once
     with pytest.raises(KeyError):
         site.search(prepared["search"], vector)  # discarded
     # Two searches under way at once keep apart; dense mode has no keyword ranking to read ahead from.
@@ -138,33 +145,61 @@ def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(buil
     assert dense["read_ahead"] == []
 
 
-def test_a_reply_names_the_texts_it_shows_in_one_batch_before_reading_any(built_sites):
-    """The worker fetches a step's announced files in parallel and runs the step again: one round trip
-    for the texts of all the papers a reply shows, not one each."""
+def test_with_its_papers_heads_kept_a_search_reads_ahead_its_groups(built_sites):
     read = folder_reader(built_sites.second)
+    site = open_site(read, read("manifest.json").decode("utf-8"), folder_range_reader(built_sites.second))
+    engine = site.engine
+    paper_of = {doc: i for i, paper in enumerate(engine.papers) for doc in paper.doc_ids}
+    request = {"query": QUERY, "k": 10, "mode": "bm25"}
+    best = [doc for doc, _ in (engine.prepare(QUERY, SearchOptions(k=10)).bm25 or [])[:READ_AHEAD_CHUNKS]]
+    for doc in best:
+        engine.texts.head(paper_of[doc])
+    ahead = json.loads(site.prepare(json.dumps(request)))["read_ahead"]
+    groups = {
+        (paper_of[doc], (doc - engine.papers[paper_of[doc]].first_chunk) // GROUP_CHUNKS) for doc in best
+    }
+    assert len(ahead) == len(groups) >= 2  # a range for each group of those chunks, no head
+    engine.texts.read(best)
+    assert json.loads(site.prepare(json.dumps(request)))["read_ahead"] == []  # all of it kept now
+
+
+def test_a_reply_reads_the_texts_it_shows_in_two_batches(built_sites):
+    """The worker fetches a step's announced ranges in parallel and runs the step again: one round trip
+    for the heads of all the papers a reply shows, one for their groups of chunks, not one each."""
+    read = folder_reader(built_sites.second)
+    read_range = folder_range_reader(built_sites.second)
+    texts_file = json.loads(read("manifest.json"))["files"]["texts"]
     events: list[tuple[str, object]] = []
 
     def announce(ranges_json: str) -> None:
-        texts = [entry[0] for entry in json.loads(ranges_json) if len(entry) == 1]
+        texts = [tuple(entry) for entry in json.loads(ranges_json) if entry[0] == texts_file]
         if texts:
             events.append(("announced", texts))
 
-    def read_logged(path: str) -> bytes:
-        if "/text/" in path:
-            events.append(("read", path))
-        return read(path)
+    def logged_range(path: str, start: int, end: int) -> bytes:
+        if path == texts_file:
+            events.append(("read", (path, start, end)))
+        return read_range(path, start, end)
 
     for request in (
         {"query": QUERY, "k": 10, "mode": "bm25"},
         {"query": "year:2023", "k": 5, "mode": "bm25"},
     ):
-        site = open_site(read_logged, read("manifest.json").decode("utf-8"), announce=announce)
-        text_of = {paper.id: paper.text for paper in site.engine.papers}
+        site = open_site(read, read("manifest.json").decode("utf-8"), logged_range, announce)
         events.clear()
         reply = json.loads(site.search(json.loads(site.prepare(json.dumps(request)))["search"]))
-        texts = [path for kind, path in events if kind == "read"]
-        assert reply["hits"] and set(texts) == {text_of[hit["arxiv_id"]] for hit in reply["hits"]}
-        assert events[0] == ("announced", texts)  # all of them named at once, before the first is read
+        assert reply["hits"]
+        heads = events[0][1]
+        assert isinstance(heads, list)
+        groups = events[1 + len(heads)][1]
+        assert isinstance(groups, list)
+        # Each batch named whole before any of it is read, and each range read once.
+        kinds = [kind for kind, _ in events]
+        assert kinds == ["announced", *["read"] * len(heads), "announced", *["read"] * len(groups)]
+        assert [value for kind, value in events if kind == "read"] == sorted(heads) + sorted(groups)
+        papers = {hit["arxiv_id"] for hit in reply["hits"]}
+        assert len(heads) == len(papers)
+        assert len(papers) <= len(groups) <= len(reply["hits"])
         events.clear()
         site.search(json.loads(site.prepare(json.dumps(request)))["search"])
         assert events == []  # read already: nothing to name, nothing to read again
@@ -175,27 +210,28 @@ class StepStopped(Exception):
 
 
 def test_a_step_reading_more_texts_than_the_core_keeps_still_settles(built_sites):
-    """The worker hands Python a fetched text once and runs a step again until it has every text the step
-    named (ranged_reads.js). Texts past the core's bound are forgotten once a step is done, never within
-    it: a step that forgot a text it had read would name it again round after round and never settle."""
+    """The worker hands Python a fetched range once (ranged_reads.js: `readRange` lets it go) and runs a
+    step again until it has every range the step named. Text heads and groups past the core's bounds are
+    forgotten once a step is done, never within it: a step that forgot what it had read would name it
+    again round after round and never settle."""
     read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
     manifest = read("manifest.json").decode("utf-8")
-    fetched: dict[str, bytes] = {}
+    texts_file = json.loads(manifest)["files"]["texts"]
+    fetched: dict[tuple, bytes] = {}
     rounds = 0
 
     def announce(batch_json: str) -> None:
-        missing = [
-            entry[0] for entry in json.loads(batch_json) if len(entry) == 1 and entry[0] not in fetched
-        ]
-        fetched.update((path, read(path)) for path in missing)
+        named = [tuple(entry) for entry in json.loads(batch_json) if entry[0] == texts_file]
+        missing = [entry for entry in named if entry not in fetched]
+        fetched.update((entry, read_range(*entry)) for entry in missing)
         if missing:
             raise StepStopped(missing)
 
-    def read_once(path: str) -> bytes:
-        if "/text/" not in path:
-            return read(path)
-        assert path in fetched, f"{path} was read without being named first"
-        return fetched.pop(path)
+    def read_once(path: str, start: int, end: int) -> bytes:
+        if path != texts_file:
+            return read_range(path, start, end)
+        assert (path, start, end) in fetched, f"{path} {start}-{end} was read without being named first"
+        return fetched.pop((path, start, end))
 
     def run(step):
         nonlocal rounds
@@ -212,24 +248,16 @@ def test_a_step_reading_more_texts_than_the_core_keeps_still_settles(built_sites
         prepared = json.loads(run(lambda: site.prepare(json.dumps(request))))
         return json.loads(run(lambda: site.search(prepared["search"])))
 
-    def keeping(texts: int, file_bytes: int) -> Site:
-        site = open_site(read_once, manifest, read_range, announce=announce)
-        site.engine._texts.limit, site.engine._text_files.limit = texts, file_bytes
-        return site
-
     plain = open_site(read, manifest, read_range)
     requests = [{"query": QUERY, "k": 10, "mode": "bm25"}, {"query": "model", "k": 10, "mode": "bm25"}]
-    site = keeping(texts=1, file_bytes=1)
+    site = open_site(read, manifest, read_once, announce=announce)
+    texts = site.engine.texts
+    texts._heads.limit = texts._groups.limit = 1
     for request in requests:
         reply = ask(site, request)
-        assert reply == search(plain, **request) and rounds == 2  # one round trip: every text at once
+        assert reply == search(plain, **request) and rounds == 3  # two round trips: heads, then groups
         assert len({hit["arxiv_id"] for hit in reply["hits"]}) > 1
-        assert len(site.engine._texts) == 1 and not site.engine._text_files
-    # texts kept only as their files are decoded again, not fetched again
-    site = keeping(texts=1, file_bytes=1 << 30)
-    assert [ask(site, request) for request in requests] == [search(plain, **r) for r in requests]
-    assert ask(site, requests[0]) == search(plain, **requests[0]) and rounds == 1
-    assert len(site.engine._texts) == 1 and len(site.engine._text_files) > 1
+        assert len(texts._heads) == len(texts._groups) == 1
 
 
 def test_a_step_run_again_after_a_fetch_finds_what_the_run_before_computed(built_sites):
@@ -361,11 +389,11 @@ def test_importing_the_boundary_imports_the_whole_core():
     assert modules - set(loaded) == set()
 
 
-def test_a_paper_text_is_gunzipped_and_matches_its_records_checksum(built_sites):
+def test_a_listed_file_read_synchronously_is_gunzipped_from_its_copy(built_sites):
     manifest = json.loads((built_sites.second / "manifest.json").read_text())
-    paper = read_paper_table(folder_reader(built_sites.second)(manifest["files"]["paper_table"]))[0]
-    plain = gunzipped((built_sites.second / paper.text).read_bytes())  # data/text/<id>.<hash>.json.gz
-    assert hashlib.sha256(plain).hexdigest()[:32] == paper.text_sha256  # what its record names
+    path = manifest["files"]["text_dictionary"]
+    plain = gunzipped((built_sites.second / (path + ".gz")).read_bytes())
+    assert {"path": path, "bytes": len(plain), "sha256": sha256_hex(plain)} in manifest["artifacts"]
     assert gunzipped(plain) == plain  # a host that decoded the copy on its way
     broken = bytearray(gzip.compress(plain))
     broken[len(broken) // 2] ^= 0xFF

@@ -1,7 +1,6 @@
 """The build through its CLI, on the generated papers from the loopback arXiv: what lands where, and
 what failures do (test_mirror_site.py checks the same on real mirror papers)."""
 
-import gzip
 import json
 import re
 
@@ -9,6 +8,7 @@ from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from support import corpus
 
 from builder.cli import main
+from readingroom_core.browser import open_folder
 from readingroom_core.ranges import folder_reader
 from readingroom_core.sitedata import read_chunk_table
 
@@ -20,21 +20,22 @@ def normalise(text: str) -> str:
 
 
 def site_chunks(site):
-    """Every chunk of a built site, joined from the chunk table and the per-paper text files."""
+    """Every chunk of a built site, joined from the chunk table and the texts file."""
     manifest = json.loads((site / "manifest.json").read_text())
     table = read_chunk_table(folder_reader(site)(manifest["files"]["chunks"]))
+    engine = open_folder(site).engine
     rows = []
     for paper in json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]:
-        text = json.loads(gzip.decompress((site / paper["text"]).read_bytes()))  # a .json.gz
-        for offset, chunk in enumerate(text["chunks"]):
-            doc = text["first"] + offset
+        first, count = paper["chunks"]
+        for doc in range(first, first + count):
+            chunk = engine.chunk(doc)
             start = table.page_start[doc]
             rows.append(
                 {
                     "arxiv_id": paper["id"],
                     "page_start": start,
                     "page_end": table.page_end(doc),
-                    "text": chunk["t"],
+                    "text": chunk.text,
                     "section": table.section_of(doc),
                 }
             )

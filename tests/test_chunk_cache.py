@@ -20,9 +20,7 @@ def test_the_cache_holds_the_chunks_the_site_shows(built_sites):
     assert len(files) == len((*SMALL_PAPERS, ADDED_PAPER))  # one entry a paper: the rebuild reused them
     cached = {row["chunk_id"]: row["text"] for path in files for row in json.loads(path.read_text())}
     engine = open_folder(built_sites.second).engine
-    shown = {
-        row.id: row.text for index in range(len(engine.papers)) for row in engine.text_file(index).chunks
-    }
+    shown = {chunk.id: chunk.text for chunk in (engine.chunk(doc_id) for doc_id in range(engine.n_chunks))}
     assert shown == cached
 
 

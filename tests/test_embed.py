@@ -2,7 +2,6 @@
 code gives them too, the engine is part of the cache key, and a rebuild with every vector cached never
 starts it."""
 
-import gzip
 import json
 import random
 import shutil
@@ -17,19 +16,18 @@ from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from builder.stages import embed
 from builder.stages.encoder import document_encoder_path
 from builder.stages.encoder.on_gpu import GPU_ENGINE, TorchDocumentEncoder
-from readingroom_core.ranges import folder_reader
+from readingroom_core.browser import open_folder
 
 LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces
 
 
 def texts_of(site) -> list[str]:
-    """Real chunk texts of a built site (its per-paper text files), a few per paper."""
-    manifest = json.loads((site / "manifest.json").read_text())
-    papers = json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]
+    """Real chunk texts of a built site, a few per paper."""
+    engine = open_folder(site).engine
     texts = []
-    for paper in papers:
-        chunks = json.loads(gzip.decompress((site / paper["text"]).read_bytes()))["chunks"]
-        texts += [chunk["t"] for chunk in chunks[:: max(1, len(chunks) // 6)]]
+    for paper in engine.papers:
+        doc_ids = paper.doc_ids
+        texts += [engine.chunk(doc).text for doc in doc_ids[:: max(1, len(doc_ids) // 6)]]
     return texts
 
 

@@ -18,6 +18,7 @@ from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.denselists import fine_query, read_dense_directory
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
+from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 from readingroom_core.querysyntax import QuerySyntaxError
 from readingroom_core.sitedata import (
     ChunkTable,
@@ -27,7 +28,6 @@ from readingroom_core.sitedata import (
     SectionEntry,
     TextChunk,
     chunk_table_bytes,
-    paper_text_bytes,
     papers_bytes,
 )
 
@@ -212,14 +212,20 @@ def _write(root: Path, relative: str, data: bytes) -> str:
 
 def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
     passages = _passages()
-    papers, first = [], 0
+    paper_texts = []
     for index, paper in enumerate(PAPERS):
         texts = [text for paper_index, _, text in passages if paper_index == index]
         chunks, offset = [], 0
         for number, text in enumerate(texts):
             chunks.append(TextChunk(f"{index:08x}{number:08x}", offset, offset + len(text), text))
             offset += len(text) + 1
-        text_file = PaperText(paper["id"], first, tuple(chunks))
+        paper_texts.append(PaperText(paper["id"], tuple(chunks)))
+    dictionary = preset_dictionary([text for _, _, text in passages])
+    texts_file, located = texts_file_bytes(paper_texts, dictionary)
+    papers, first = [], 0
+    for paper, text_file, (head_bytes, text_bytes, head_sha) in zip(
+        PAPERS, paper_texts, located, strict=True
+    ):
         year = paper["year"]
         papers.append(
             PaperRecord(
@@ -238,11 +244,12 @@ def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
                 pages=9,
                 sections=tuple(SectionEntry(title, 1, 1) for title in paper["sections"]),
                 first_chunk=first,
-                chunk_count=len(texts),
-                text=_write(root, f"data/text/{paper['id']}.json", paper_text_bytes(text_file)),
+                chunk_count=len(text_file.chunks),
+                text_bytes=(head_bytes, text_bytes),
+                text_sha256=head_sha,
             )
         )
-        first += len(texts)
+        first += len(text_file.chunks)
     table = ChunkTable.from_rows(
         (1 + doc_id % 4, 1 + doc_id % 4 + doc_id % 2, title) for doc_id, (_, title, _) in enumerate(passages)
     )
@@ -252,6 +259,8 @@ def build_site(root: Path, vectors: np.ndarray) -> DataFiles:
     return DataFiles(
         papers=_write(root, "data/papers.json", papers_bytes(papers)),
         chunks=_write(root, "data/chunks.bin", chunk_table_bytes(table)),
+        texts=_write(root, "data/texts.bin", texts_file),
+        text_dictionary=_write(root, "data/text-dictionary.bin", dictionary),
         **index.roles,
     )
 
@@ -346,12 +355,27 @@ def test_phrase_must_occur_and_only_candidate_texts_are_read(site, engine):
     options = SearchOptions(k=20, per_paper=0, per_section=0, per_page=0)
     loose = engine.search("low rank adaptation", None, options)
     assert doc_of("We rank passages with low latency") in [hit.doc_id for hit in loose]
-    reader = RecordingReader(site[0])
-    hits = SearchEngine(site[1], reader).search('"low-rank adaptation"', None, options)
+    text_ranges: list[tuple[int, int]] = []
+
+    def read_range(path: str, start: int, end: int) -> bytes:
+        if path == site[1].texts:
+            text_ranges.append((start, end))
+        return (site[0] / path).read_bytes()[start:end]
+
+    phrase_engine = SearchEngine(site[1], RecordingReader(site[0]), read_range)
+    hits = phrase_engine.search('"low-rank adaptation"', None, options)
     assert sorted(hit.doc_id for hit in hits) == [doc_of("We propose low-rank"), doc_of("Compared with full")]
-    # Texts of chunks holding all three terms were checked; no other paper's text was fetched.
-    text_files = {path for path in reader.paths if path.startswith("data/text/")}
-    assert text_files == {"data/text/2106.00202.json", "data/text/1904.00303.json"}
+    # Texts of chunks holding all three terms were checked: their papers' heads and one group each were
+    # read, nothing of another paper's text.
+    starts = [0]
+    for paper in phrase_engine.papers:
+        starts.append(starts[-1] + paper.text_bytes[1])
+    papers_read = {
+        phrase_engine.papers[next(i for i in range(len(starts) - 1) if starts[i] <= start < starts[i + 1])].id
+        for start, _ in text_ranges
+    }
+    assert papers_read == {"2106.00202", "1904.00303"}
+    assert len(text_ranges) == 4
 
 
 def test_phrase_restricts_dense_results_too(engine, encoder):

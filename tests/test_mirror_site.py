@@ -73,8 +73,8 @@ def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(mirror_sit
     opened = open_folder(site)
     manifest, engine = opened.manifest, opened.engine
     questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages and q.gold_papers <= PAPERS]
-    for index, paper in enumerate(engine.papers):
-        chunks = engine.text_file(index).chunks
+    for paper in engine.papers:
+        chunks = [engine.chunk(doc_id) for doc_id in paper.doc_ids]
         for offset in range(0, len(chunks), 4):  # a sentence of every 4th chunk, asked back
             longest = max(chunks[offset].text.split(". "), key=len)[:300]
             page = engine.chunks.page_start[paper.first_chunk + offset]

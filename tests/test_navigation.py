@@ -32,7 +32,6 @@ def record(arxiv_id, title, authors=(), year=None, abstract=""):
         title=title,
         first_chunk=0,
         chunk_count=1,
-        text="",
         authors=tuple(authors),
         year=year,
         abstract=abstract,

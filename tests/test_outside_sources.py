@@ -9,7 +9,7 @@ from support.mock_llm import quote_from
 from support.pyodide import missing_runtime, run_in_cpython, run_in_pyodide
 
 from builder.site.runtime import build_core_wheel
-from readingroom_core.answers import evidence, page_texts, verify
+from readingroom_core.answers import evidence, verify
 from readingroom_core.browser import open_folder
 from readingroom_core.library import CorpusLibrary
 from readingroom_core.quotes import find_quote
@@ -36,8 +36,8 @@ def found(engine):
     covered = {(s["arxiv_id"], p) for s in data["sources"] for p in range(s["page_start"], s["page_end"] + 1)}
     other_paper = other_page = None
     for index, paper in enumerate(engine.papers):
-        text_file = engine.text_file(index)
-        texts = page_texts(text_file, [page.page for page in text_file.pages])
+        pages = [page.page for page in engine.texts.head(index).pages]
+        texts = engine.texts.page_texts(index, pages)
         for page, text in texts.items():
             quote = quote_from(text)
             if not quote or (paper.id, page) in covered:
@@ -97,7 +97,7 @@ def test_the_library_finds_the_page_that_holds_a_quote(engine, found):
     assert (located.arxiv_id, located.page) == (paper, page)
     for anywhere in (library.locate(quote, paper), library.locate(quote, None)):
         index = [p.id for p in engine.papers].index(anywhere.arxiv_id)
-        assert find_quote(quote, page_texts(engine.text_file(index), [anywhere.page])[anywhere.page])
+        assert find_quote(quote, engine.texts.page_texts(index, [anywhere.page])[anywhere.page])
     assert library.locate(quote, paper).arxiv_id == paper
     assert library.locate("nothing in this reading list says anything like these words", None) is None
     assert library.holds(f"{paper}v1") and not library.holds(INVENTED)

@@ -62,9 +62,8 @@ def test_the_paper_prior_adds_normalised_paper_scores():
 
 
 def _paper(number: int, vector: list[float] | None) -> PaperRecord:
-    text = f"data/text/{number}.json"
     encoded = PaperVector.encode(vector) if vector is not None else None
-    return PaperRecord(str(number), f"Paper {number}", 10 * number, 10, text, vector=encoded)
+    return PaperRecord(str(number), f"Paper {number}", 10 * number, 10, vector=encoded)
 
 
 def _view(papers: list[PaperRecord]) -> PaperView:

@@ -20,7 +20,6 @@ from conftest import SMALL_PAPERS, run_build, write_corpus
 from support import corpus as generated
 
 from builder.paths import REPO_ROOT
-from readingroom_core.ranges import folder_reader
 
 
 def start_build(corpus: Path, out: Path, cache: Path, mirror: Path, log: Path, **popen) -> subprocess.Popen:
@@ -55,14 +54,13 @@ def kill_hard(process: subprocess.Popen) -> None:
 
 
 def manifest_files_present(site: Path) -> list[str]:
-    """The files the site's manifest and papers name that are missing (empty when the site is whole)."""
+    """The files the site's manifest names that are missing (empty when the site is whole)."""
     manifest = json.loads((site / "manifest.json").read_text())
     listed = {a["path"] for a in manifest["artifacts"]} | {
         a["path"] for a in manifest["runtime"]["artifacts"]
     }
     stored = [path for path in listed if path + ".gz" not in listed]  # the rest is stored only as its .gz
-    papers = json.loads(folder_reader(site)(manifest["files"]["papers"]).decode("utf-8"))["papers"]
-    return [path for path in stored + [paper["text"] for paper in papers] if not (site / path).is_file()]
+    return [path for path in stored if not (site / path).is_file()]
 
 
 def children_of(pid: int) -> set[int]:

@@ -153,11 +153,11 @@ def test_a_query_searched_again_reuses_its_vector(site_url, watched):
 
 
 def test_a_first_sight_search_reads_texts_while_its_query_is_embedded(site_url, watched):
-    """The papers of the best keyword matches are read while the encoder's worker embeds the query
-    (worker.js readAhead), each paper's text file once."""
+    """The texts of the best keyword matches are read while the encoder's worker embeds the query
+    (worker.js readAhead), each range of the texts file once."""
     page = watched.page
     texts: list[str] = []
-    page.on("request", lambda request: "/data/text/" in request.url and texts.append(request.url))
+    page.on("request", lambda request: "/data/texts." in request.url and texts.append(request.url))
     watched.open(site_url)
     page.evaluate("window.readingRoom.semanticReady")
     hits = page.evaluate("q => readingRoom.search(q, {k: 10})", KEYWORD_QUESTION)

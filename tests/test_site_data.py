@@ -1,11 +1,9 @@
 """Issue 3's artifacts, read back with independent tools: usearch, a reference BM25, sha256."""
 
-import gzip
 import hashlib
 import json
 import math
 from collections import Counter
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ from usearch.index import Index
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION, hnsw_path
-from readingroom_core import papertable, sitedata
+from readingroom_core import papertable, papertexts, sitedata
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder
 from readingroom_core.ranges import folder_reader
@@ -29,7 +27,7 @@ def site(built_sites):
 
 
 def load(site_dir, relative):
-    return json.loads(sitedata.gunzipped(folder_reader(site_dir)(relative)))  # a paper's text is a .json.gz
+    return json.loads(folder_reader(site_dir)(relative))
 
 
 def test_manifest_lists_every_data_file_with_size_and_checksum(site):
@@ -41,15 +39,13 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
         if p.is_file()
     }
     listed = {a["path"]: a for a in manifest["artifacts"]}
-    texts = {path for path in on_disk if path.startswith("data/text/")}
-    assert len(texts) == 4 and all(path.endswith(".json.gz") for path in texts)
+    assert manifest["files"]["texts"] in on_disk  # one ranged file for every paper's text, stored as it is
     stored_gzipped = {path.removesuffix(".gz") for path in listed if path.endswith(".gz")}
-    assert {"postings", "chunks", "papers", "encoder"} <= {
+    assert {"postings", "chunks", "papers", "encoder", "text_dictionary"} <= {
         role for role, path in manifest["files"].items() if path in stored_gzipped
     }
     assert not stored_gzipped & on_disk  # stored only as their .gz
-    # the texts are many: their records hold their checksums
-    assert set(listed) == (on_disk - texts) | stored_gzipped
+    assert set(listed) == on_disk | stored_gzipped
     read = folder_reader(out)
     for path, artifact in listed.items():
         data = read(path)
@@ -71,10 +67,11 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
 def site_chunks(out, manifest):
     papers = load(out, manifest["files"]["papers"])["papers"]
     table = sitedata.read_chunk_table(folder_reader(out)(manifest["files"]["chunks"]))
+    engine = open_folder(out).engine
     rows = []
     for paper in papers:
-        for chunk in load(out, paper["text"])["chunks"]:
-            rows.append((paper, table.section_of(len(rows)), chunk["t"]))
+        for doc_id in range(paper["chunks"][0], sum(paper["chunks"])):
+            rows.append((paper, table.section_of(doc_id), engine.chunk(doc_id).text))
     return rows
 
 
@@ -162,13 +159,22 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
     assert sitedata.papers_bytes(papers) == papers_data
     table_data = folder_reader(out)(manifest.files.chunks)
     assert sitedata.chunk_table_bytes(sitedata.read_chunk_table(table_data)) == table_data
-    for paper in papers:
-        text_data = gzip.decompress((out / paper.text).read_bytes())
-        assert sitedata.text_checksum(text_data) == paper.text_sha256 and len(paper.text_sha256) == 32
-        assert paper.text.removesuffix(".json.gz").endswith(hashlib.sha256(text_data).hexdigest()[:12])
-        text = sitedata.read_paper_text(text_data)
-        assert sitedata.paper_text_bytes(text) == text_data
-        assert (text.first, len(text.chunks)) == (paper.first_chunk, paper.chunk_count)
+    texts = open_folder(out).engine.texts
+    read_back = [
+        sitedata.PaperText(
+            paper.id,
+            tuple(texts.chunk(doc_id) for doc_id in paper.doc_ids),
+            texts.head(index).pages,
+        )
+        for index, paper in enumerate(papers)
+    ]
+    texts_data = (out / manifest.files.texts).read_bytes()
+    dictionary = folder_reader(out)(manifest.files.text_dictionary)
+    written, located = papertexts.texts_file_bytes(read_back, dictionary)
+    assert written == texts_data
+    assert [(paper.text_bytes, paper.text_sha256) for paper in papers] == [
+        ((head, whole), sha) for head, whole, sha in located
+    ]
     paper_table_data = folder_reader(out)(manifest.files.paper_table)
     assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
 
@@ -215,11 +221,6 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
-        assert (out / searched.text).is_file()
-    # a text's path is rebuilt from the paper's id and checksum, not stored; one of another form is kept
-    assert all("text" not in row for row in json.loads(table_data)["papers"])
-    moved = replace(full[0], text="data/elsewhere/text.json.gz")
-    assert papertable.read_paper_table(papertable.paper_table_bytes([moved]))[0].text == moved.text
     data = folder_reader(out)(manifest.files.paper_vectors)
     signed, dims = memoryview(data).cast("b"), manifest.model.dims
     rows = [list(signed[at : at + dims]) for at in range(0, len(data), dims)]

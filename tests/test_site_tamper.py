@@ -20,6 +20,7 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
+from readingroom_core.papertable import read_paper_table
 from readingroom_core.ranges import folder_reader
 
 pytestmark = pytest.mark.browser
@@ -293,49 +294,57 @@ def test_a_site_that_cannot_search_says_so_in_one_line(visit_tampered, damage, s
     assert_no_traceback(line)
 
 
+def text_head_of(site: Path, paper_id: str) -> tuple[Path, int, int]:
+    """The texts file, and where the paper's head lies in it (papertexts.py: papers in table order)."""
+    manifest = manifest_of(site)
+    table = read_paper_table(folder_reader(site)(manifest["files"]["paper_table"]))
+    index = next(i for i, paper in enumerate(table) if paper.id == paper_id)
+    start = sum(paper.text_bytes[1] for paper in table[:index])
+    return site / manifest["files"]["texts"], start, start + table[index].text_bytes[0]
+
+
 @pytest.mark.parametrize("update_manifest", [False, True])
 def test_a_damaged_paper_text_fails_one_search_in_one_line(visit_tampered, update_manifest):
     def damage(site: Path) -> None:
-        damaged = b'{"v": 1, "chunks": "gone"}'
+        path, start, end = text_head_of(site, SMALL_PAPERS[0])
+        data = bytearray(path.read_bytes())
+        data[start:end] = bytes(end - start)  # not a deflate stream
+        path.write_bytes(bytes(data))
 
         def forge_checksum(table: bytes) -> bytes:
-            data = json.loads(table)
-            row = next(row for row in data["papers"] if row["id"] == SMALL_PAPERS[0])
-            row["text_sha256"] = hashlib.sha256(damaged).hexdigest()[:32]
-            return json.dumps(data).encode()
+            rows = json.loads(table)
+            row = next(row for row in rows["papers"] if row["id"] == SMALL_PAPERS[0])
+            row["text_sha256"] = hashlib.sha256(bytes(end - start)).hexdigest()[:16]
+            return json.dumps(rows).encode()
 
-        papers = json.loads(folder_reader(site)(manifest_of(site)["files"]["papers"]).decode("utf-8"))[
-            "papers"
-        ]
-        text = next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])
-        (site / text).write_bytes(gzip.compress(damaged, mtime=0))
-        if update_manifest:  # the forger also gives the paper table the damaged text's checksum
+        if update_manifest:  # the forger also gives the paper table the damaged head's checksum
             rewrite(site, "paper_table", forge_checksum, update_manifest=True)
 
     view = visit_tampered(damage)
     view.settled()
     results = view.search(QUERY)
     assert "\n" not in results.strip() and results.strip()
-    if not update_manifest:
-        assert "does not match its checksum in the paper table" in results
+    if update_manifest:
+        assert "a paper's text could not be decompressed; the site's data is damaged" in results
+    else:
+        assert "do not match their checksum; the site's data is damaged" in results
     assert_no_traceback(results)
 
 
-def test_a_damaged_gzip_copy_of_a_paper_text_fails_one_search_in_one_line(visit_tampered):
+def test_a_damaged_group_of_a_paper_text_fails_one_search_in_one_line(visit_tampered):
     damaged = []
 
     def damage(site: Path) -> None:
-        papers = json.loads(folder_reader(site)(manifest_of(site)["files"]["papers"]).decode("utf-8"))[
-            "papers"
-        ]
-        copy = site / next(p["text"] for p in papers if p["id"] == SMALL_PAPERS[0])  # a .json.gz
-        copy.write_bytes(flip_middle_byte(copy.read_bytes()))
-        damaged.append(copy.relative_to(site).as_posix())
+        path, _, head_end = text_head_of(site, SMALL_PAPERS[0])
+        data = bytearray(path.read_bytes())
+        data[head_end + 8] ^= 0xFF  # in the paper's first group, whose checksum its head holds
+        path.write_bytes(bytes(data))
+        damaged.append(path.relative_to(site).as_posix())
 
     view = visit_tampered(damage)
     view.settled()
     results = view.search(QUERY)
-    assert f"{damaged[0]} could not be decompressed; the site's data is damaged" in results
+    assert f"{damaged[0]} bytes" in results and "do not match their checksum" in results
     assert "\n" not in results.strip()
     assert_no_traceback(results)
 

@@ -57,6 +57,6 @@ def test_the_site_record_carries_the_title_case_title():
         published="2021-06-17",
         updated="2021-10-16",
     )
-    record = paper_record(meta, 0, 1, "data/text/2106.09685.json")
+    record = paper_record(meta, 0, 1, (100, 900))
     assert record.title == CASES[0][2]
     assert json.loads(json.dumps(record.to_json()))["title"] == CASES[0][2]

@@ -1,7 +1,7 @@
 """BEIR evaluation (`python -m builder eval-beir`): score the site's own search on a BEIR dataset.
 
 Each BEIR document becomes one paper with one chunk of an in-memory site, built by the same code as a
-real build (postings, quantised USearch file, chunk table, text files), and every test query runs
+real build (postings, quantised USearch file, chunk table, texts file), and every test query runs
 through the real `SearchEngine` with the browser's quantised ONNX query encoder. So the numbers are
 what a visitor's search would score, diversity caps aside (off here: a BEIR doc is a whole "paper").
 
@@ -25,6 +25,7 @@ from builder.evaluation.metrics import evaluate
 from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
 from builder.scratch import write_atomically
+from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 from readingroom_core.sitedata import (
     ChunkTable,
     DataFiles,
@@ -33,7 +34,6 @@ from readingroom_core.sitedata import (
     PaperText,
     TextChunk,
     chunk_table_bytes,
-    paper_text_bytes,
     papers_bytes,
 )
 
@@ -178,22 +178,37 @@ def build_site(dataset: BeirDataset, vectors: np.ndarray) -> tuple[DataFiles, di
 
     texts = dataset.doc_texts
     files: dict[str, bytes] = {}
-    papers = []
-    for doc_number, (doc_id, title, text) in enumerate(
-        zip(dataset.doc_ids, dataset.titles, texts, strict=True)
-    ):
-        text_path = f"data/text/{doc_number}.json"
-        chunk = TextChunk(f"{doc_id}#0", 0, len(text), text)
-        files[text_path] = paper_text_bytes(
-            PaperText(doc_id, doc_number, (chunk,), (PageRange(1, 0, len(text)),))
+    paper_texts = [
+        PaperText(doc_id, (TextChunk(f"{doc_id}#0", 0, len(text), text),), (PageRange(1, 0, len(text)),))
+        for doc_id, text in zip(dataset.doc_ids, texts, strict=True)
+    ]
+    dictionary = preset_dictionary(texts)
+    texts_file, located = texts_file_bytes(paper_texts, dictionary)
+    papers = [
+        PaperRecord(
+            id=doc_id,
+            title=title,
+            first_chunk=doc_number,
+            chunk_count=1,
+            text_bytes=(head_bytes, text_bytes),
+            text_sha256=head_sha,
         )
-        papers.append(
-            PaperRecord(id=doc_id, title=title, first_chunk=doc_number, chunk_count=1, text=text_path)
+        for doc_number, (doc_id, title, (head_bytes, text_bytes, head_sha)) in enumerate(
+            zip(dataset.doc_ids, dataset.titles, located, strict=True)
         )
+    ]
     index = search_index_files(
         texts, vectors, name=lambda folder, stem, suffix, _: f"{folder}/{stem}{suffix}"
     )
-    roles = DataFiles(papers="data/papers.json", chunks="data/chunks.bin", **index.roles)
+    roles = DataFiles(
+        papers="data/papers.json",
+        chunks="data/chunks.bin",
+        texts="data/texts.bin",
+        text_dictionary="data/text-dictionary.bin",
+        **index.roles,
+    )
+    files[roles.texts] = texts_file
+    files[roles.text_dictionary] = dictionary
     files[roles.papers] = papers_bytes(papers)
     files[roles.chunks] = chunk_table_bytes(ChunkTable.from_rows([(1, 1, "")] * len(texts)))
     files.update(index.files)

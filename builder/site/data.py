@@ -1,4 +1,4 @@
-"""The site's data files, written content-hashed from what the build holds: a text file per paper, the
+"""The site's data files, written content-hashed from what the build holds: the papers' texts, the
 papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25
 postings, the dense lists and the query encoder; and the manifest that names them (saved once render has
 added the runtime). The HNSW file goes beside the site (`stages/index.py`). Every record goes through its
@@ -15,17 +15,18 @@ from pathlib import Path
 import numpy as np
 
 from builder.citation_graph import CitationGraph, graph_bytes, list_graph
-from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings, file_stem
+from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
 from builder.site.search_files import search_index_files
-from builder.site.store import stored_gzipped, write_gzip_only, write_hashed, write_plain
+from builder.site.store import stored_gzipped, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
 from builder.titles import title_case
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
+from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 from readingroom_core.sitedata import (
     Artifact,
     Bm25Section,
@@ -41,9 +42,7 @@ from readingroom_core.sitedata import (
     TextChunk,
     chunk_table_bytes,
     compact_json,
-    paper_text_bytes,
     papers_bytes,
-    text_checksum,
 )
 from readingroom_core.wordpieces import word_piece_directory
 
@@ -81,8 +80,9 @@ def write_site_data(
 ) -> SiteData:
     """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
     with report.timed("index"):
-        records = write_paper_texts(out_dir, papers, embedded.papers)
-        artifacts: list[Artifact] = []
+        texts = write_paper_texts(out_dir, papers, embedded.papers)
+        records = texts.records
+        artifacts: list[Artifact] = [texts.texts]
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)
     with report.timed("encoder"):
@@ -92,7 +92,7 @@ def write_site_data(
     with report.timed("graph"):
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
-    files = {**search.files, **encoder_files}
+    files = {**search.files, **encoder_files, "text_dictionary": texts.dictionary}
     for artifact in files.values():
         if artifact not in search.ranged:  # a ranged file named by a role too stays as it is
             artifacts += stored_gzipped(out_dir, artifact)
@@ -109,41 +109,55 @@ def write_site_data(
         counts=Counts(
             papers=len(papers), pages=report.pages, chunks=len(chunks), failures=len(report.failures)
         ),
-        files=DataFiles(**{role: artifact.path for role, artifact in files.items()}),
+        files=DataFiles(texts=texts.texts.path, **{role: artifact.path for role, artifact in files.items()}),
         artifacts=artifacts,
     )
     return SiteData(manifest, records, graph, search.index)
 
 
-def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> list[PaperRecord]:
-    """Each paper's text file (gzipped), and its record naming that file and its checksum; `vectors`: the
-    papers' float vectors (the paper view), stored in the records."""
+@dataclass(frozen=True)
+class WrittenTexts:
+    """The papers' records, each naming where its text lies in the texts file, and the files."""
+
+    records: list[PaperRecord]
+    texts: Artifact  # read by range
+    dictionary: Artifact
+
+
+def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> WrittenTexts:
+    """The texts file (`readingroom_core.papertexts`) and its preset dictionary, and each paper's record
+    naming its part of that file; `vectors`: the papers' float vectors (the paper view), stored in the
+    records."""
+    texts = [paper_text(paper.meta.arxiv_id, paper.chunks, paper.parsed) for paper in papers]
+    dictionary = preset_dictionary([chunk.text for text in texts for chunk in text.chunks])
+    data, located = texts_file_bytes(texts, dictionary)
     records, first = [], 0
-    for paper, vector in zip(papers, vectors, strict=True):
-        plain = paper_text_bytes(paper_text(paper.meta.arxiv_id, first, paper.chunks, paper.parsed))
-        path = write_gzip_only(out_dir, "data/text", file_stem(paper.meta.arxiv_id), ".json", plain)
+    for paper, vector, (head_bytes, text_bytes, head_sha) in zip(papers, vectors, located, strict=True):
         records.append(
             paper_record(
                 paper.meta,
                 first,
                 len(paper.chunks),
-                path,
+                (head_bytes, text_bytes),
                 ref=paper.fetched.ref,
                 parsed=paper.parsed,
                 vector=PaperVector.encode(vector.tolist()),
-                text_sha256=text_checksum(plain),
+                text_sha256=head_sha,
             )
         )
         first += len(paper.chunks)
-    return records
+    return WrittenTexts(
+        records,
+        write_hashed(out_dir, "data", "texts", ".bin", data),
+        write_hashed(out_dir, "data", "text-dictionary", ".bin", dictionary),
+    )
 
 
-def paper_text(arxiv_id: str, first: int, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
+def paper_text(arxiv_id: str, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
     """A paper's chunks with their spans, and the span of every page, so a cited page's text can be
     rebuilt from the chunks and a quote checked against exactly that page."""
     return PaperText(
         id=arxiv_id,
-        first=first,
         chunks=tuple(TextChunk(c.chunk_id, c.char_start, c.char_end, c.text) for c in chunks),
         pages=tuple(PageRange(p.page, p.start, p.end) for p in parsed.pages),
     )
@@ -153,7 +167,7 @@ def paper_record(
     meta: PaperMeta,
     first_chunk: int,
     chunk_count: int,
-    text: str,
+    text_bytes: tuple[int, int],
     *,
     ref: PaperRef | None = None,
     parsed: ParsedPaper | None = None,
@@ -161,13 +175,13 @@ def paper_record(
     text_sha256: str = "",
 ) -> PaperRecord:
     """The papers file's record of one paper: arXiv's metadata, the reading list's tags and note, its
-    pages and headings, its chunks' doc ids, its text file and checksum and its stored vector."""
+    pages and headings, its chunks' doc ids, where its text lies and its head's checksum, its vector."""
     return PaperRecord(
         id=meta.arxiv_id,
         title=title_case(meta.title, meta.abstract),
         first_chunk=first_chunk,
         chunk_count=chunk_count,
-        text=text,
+        text_bytes=text_bytes,
         authors=tuple(meta.authors),
         year=meta.year,
         categories=tuple(meta.categories),

@@ -58,16 +58,6 @@ def stored_gzipped(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     return [artifact, Artifact(relative, len(packed), hashlib.sha256(packed).hexdigest())]
 
 
-def write_gzip_only(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> str:
-    """Only `<folder>/<stem>.<sha256[:12]><suffix>.gz` on disk, for files that are many and that the
-    browser always reads gunzipped (the per-paper texts: their plain copies, 3.2 times the size of the
-    gzipped ones, were over a quarter of a 10,000-paper site); its site path. The manifest does not list
-    them (it would grow with the list): a paper's record holds its text's checksum."""
-    relative = f"{folder}/{stem}.{hashlib.sha256(data).hexdigest()[:12]}{suffix}{GZIP_SUFFIX}"
-    write_plain(site_dir, relative, gzip.compress(data, compresslevel=6, mtime=0))
-    return relative
-
-
 def huffman_only_gzip(data: bytes) -> bytes:
     """A gzip stream of literals only (zlib's Z_HUFFMAN_ONLY, level 6, zero mtime): deterministic, and
     read by any gunzip. On the query encoder's coarse int8 codes deflate's 3-byte matches cost more than

@@ -53,7 +53,6 @@ from typing import Any
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import SHAPE, pages_label, parse_citations
 from readingroom_core.engine import SearchEngine, SearchOptions
-from readingroom_core.sitedata import PaperText, TextChunk
 from readingroom_core.tokens import answer_room, budget_for_context, chat_tokens, count_tokens
 from readingroom_core.verification import Library, SourceSpan, verify_answer
 
@@ -256,39 +255,6 @@ def retrieval_query(question: str, previous: Turn | None = None) -> str:
     return " ".join(query.split()[:QUESTION_WORDS_FOR_RETRIEVAL])
 
 
-def page_texts(text_file: PaperText, pages: Sequence[int]) -> dict[int, str]:
-    """Each listed page's text, rebuilt from the chunks of the paper's text file and its page offsets;
-    text no chunk covers (the bibliography) shows as an ellipsis line."""
-    spans = {page.page: (page.start, page.end) for page in text_file.pages}
-    chunks = sorted(text_file.chunks, key=lambda c: c.start)
-    texts = {}
-    for page in pages:
-        if page not in spans:
-            continue
-        start, end = spans[page]
-        parts: list[str] = []
-        cursor = start
-        for chunk in chunks:
-            if chunk.end <= cursor or chunk.start >= end:
-                continue
-            begin = max(chunk.start, cursor)
-            if begin > cursor and parts:
-                parts.append("\n\u2026\n")
-            stop = min(chunk.end, end)
-            parts.append(chunk.text[begin - chunk.start : stop - chunk.start])
-            cursor = stop
-        texts[page] = "".join(parts).strip()
-    return texts
-
-
-def _page_breaks(text_file: PaperText, chunk: TextChunk) -> tuple[tuple[int, int], ...]:
-    return tuple(
-        (page.start - chunk.start, page.page)
-        for page in text_file.pages
-        if chunk.start < page.start < chunk.end
-    )
-
-
 @dataclass
 class Evidence:
     question: str
@@ -334,8 +300,6 @@ def select_evidence(
     paper_index = {paper.id: index for index, paper in enumerate(engine.papers)}
     candidates = []
     for hit in hits:
-        text_file = engine.text_file(paper_index[hit.arxiv_id])
-        chunk = engine.chunk(hit.doc_id)
         candidates.append(
             Source(
                 0,
@@ -346,7 +310,7 @@ def select_evidence(
                 hit.title,
                 hit.section,
                 hit.text,
-                _page_breaks(text_file, chunk),
+                engine.texts.page_breaks(hit.doc_id),
                 engine.papers[paper_index[hit.arxiv_id]].version,
             )  # fmt: skip
         )
@@ -355,7 +319,7 @@ def select_evidence(
     for source in sources:
         wanted.setdefault(source.arxiv_id, set()).update(range(source.page_start - 1, source.page_end + 2))
     pages = {
-        paper: page_texts(engine.text_file(paper_index[paper]), sorted(numbers))
+        paper: engine.texts.page_texts(paper_index[paper], sorted(numbers))
         for paper, numbers in wanted.items()
     }
     return Evidence(

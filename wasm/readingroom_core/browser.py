@@ -3,7 +3,7 @@
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
 (`wasm/runtime/worker.js`, its messages typed in `wasm/runtime/protocol.js`) calls `Site.prepare`,
-`Site.search`, `Site.discard`, `Site.read_paper_text`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.search`, `Site.discard`, `Site.load_semantic`, `Site.encode_ids` and
 `Site.word_piece_rows`; it hands `open_site` a synchronous range reader (a Range request, or a slice of a
 whole file where the host ignores Range). Requests and replies cross as JSON text, vectors, word-piece
 rows and dot products as typed arrays (their bytes), so JavaScript never sees a Python object or a Python
@@ -37,10 +37,10 @@ from readingroom_core.weakmatch import weak_match
 from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory
 
 Reader = Callable[[str], bytes]
-# Paper text files a search reads ahead while the query is embedded: the papers of the best keyword
-# matches hold most of those a first-sight hybrid top 10 shows, and each paper more read ahead is one
-# more file fetched for the few results it adds (scripts/bench_core.py measures both on the dev questions).
-READ_AHEAD_PAPERS = 3
+# The best keyword matches whose texts a search reads ahead while the query is embedded (their papers'
+# heads, or their groups where the heads are kept): they hold most of the passages a first-sight hybrid
+# top 10 shows, and a group costs about 2 KB.
+READ_AHEAD_CHUNKS = 10
 
 
 def as_bytes(data: Any) -> bytes:
@@ -50,7 +50,7 @@ def as_bytes(data: Any) -> bytes:
 
 
 def sha256_hex(data: Any) -> str:
-    """The worker checks a paper text it reads synchronously with this: Web Crypto is async only."""
+    """The worker checks a file it reads synchronously with this: Web Crypto is async only."""
     return hashlib.sha256(as_bytes(data)).hexdigest()
 
 
@@ -220,10 +220,10 @@ class Site:
         """Parse a search request ({query, k, mode, filters}) and do the part of the search that needs no
         query vector, while the encoder's worker embeds the query.
 
-        Returns JSON: {"search": id, "read_ahead": [text path, ...]}, the id for `search` and the text
-        files the reply will likely show and that are not loaded yet, likeliest first (the worker fetches
-        them while it waits for the vector, and `search` reads them from there); or {"error": message} for
-        a query the engine rejects, and then nothing is kept.
+        Returns JSON: {"search": id, "read_ahead": [[path, start, end], ...]}, the id for `search` and the
+        ranges of the texts the reply will likely show that are not kept yet, likeliest first (the worker
+        fetches them while it waits for the vector, and `search` reads them from there); or {"error":
+        message} for a query the engine rejects, and then nothing is kept.
         """
         request = json.loads(request_json)
         query = request["query"]
@@ -234,7 +234,8 @@ class Site:
         search_id = next(self._search_ids)
         self._searches[search_id] = PreparedSearch(query, prepared, self.engine.suggest(query))
         read_ahead = [
-            self.engine.papers[i].text for i in self.engine.unread_papers(prepared, READ_AHEAD_PAPERS)
+            [block.path, block.start, block.end]
+            for block in self.engine.read_ahead(prepared, READ_AHEAD_CHUNKS)
         ]
         return json.dumps({"search": search_id, "read_ahead": read_ahead})
 

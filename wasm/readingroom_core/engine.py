@@ -5,8 +5,8 @@ visitors get. Papers, the chunk table and the postings directory load at constru
 results come first; the dense directory loads on first dense use (or `load_vectors()`). Everything else
 is read by range as queries need it (`ranges`): each query term's dictionary block and a bounded prefix
 of its impact-ordered postings (`termindex`), the nearest coarse lists' codes and the int8 rows of the
-best candidates (`denselists`), and each paper's text file when one of its chunks is shown or must be
-checked for a quoted phrase.
+best candidates (`denselists`), and a chunk's text when it is shown, cited or checked for a quoted
+phrase (`papertexts`: its paper's head, then its group of chunks).
 
 The engine runs a search from the parts each module owns: the query string (`querysyntax`), which
 chunks filters allow (`filters`), the two retrievers (`bm25`, `hnsw`), the paper view (`paperview`),
@@ -16,7 +16,6 @@ fusion and diversity (`fusion`), snippets (`snippets`) and "did you mean" (`spel
 from __future__ import annotations
 
 import math
-import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,22 +33,15 @@ from readingroom_core.fusion import (
     weighted_score_fusion,
     with_paper_prior,
 )
-from readingroom_core.lru import LastResult, Recent
+from readingroom_core.lru import LastResult
 from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.packedrows import PackedRows
 from readingroom_core.papertable import read_paper_table, read_paper_vectors
+from readingroom_core.papertexts import PaperTexts
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
-from readingroom_core.ranges import Announce, BlockReader, DamagedData, RangeRead, whole_file_ranges
-from readingroom_core.sitedata import (
-    DataFiles,
-    PaperText,
-    TextChunk,
-    gunzipped,
-    read_chunk_table,
-    read_paper_text,
-    text_checksum,
-)
+from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
+from readingroom_core.sitedata import DataFiles, TextChunk, read_chunk_table
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
 from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_directory
@@ -57,22 +49,10 @@ from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_dire
 MODES = ("hybrid", "bm25", "dense")
 FUSIONS = ("weighted", "rrf")
 RETRIEVERS = ("bm25", "dense")
-# Candidates a phrase check names in its first batch (their papers' text files; later batches double),
+# Candidates a phrase check names in its first batch (their texts' heads and groups; later batches double),
 # and the most it checks: the phrase's matches among the best 256 keyword candidates that hold its words
-# (at 10,000 papers a title's words are in thousands of chunks, and each check may fetch a 21 KB text).
+# (at 10,000 papers a title's words are in thousands of chunks, and each check may read a group of text).
 PHRASE_TEXTS_FIRST = 8
-# Paper texts kept between steps: the files as fetched (checked, gzipped: 21 KB each at 10,000 papers) up
-# to KEPT_TEXT_BYTES, and the most recent decoded. Decoded, a text takes 5.6 times its file (582 texts held
-# 68.8 MB in CPython after 60 questions at 10,000 papers, 12.2 MB as files) and decoding one again takes
-# 0.4 ms in CPython, where fetching it again costs a round trip: with 256 decoded texts and no files kept,
-# 60 questions on a 1,000-paper list, asked again, had a warm hybrid p50 of 89.6 ms in chromium, against
-# 45.8 with 1,024 decoded. Bounded for the worker's heap, with the caches of termindex.py, denselists.py
-# and ranges.py: at 10,000 papers, the 276 questions of the scale bench left 345 MB in CPython with twice
-# these bounds and 231 MB with these (chromium's search worker: 326 MB, where before these bounds, lists
-# kept once and a quoted title's smaller sets it held 450); a query read 11% more bytes (median 761 KB in
-# chromium, against 687) and took 73 ms of CPU in CPython, against 70.
-KEPT_TEXTS = 64
-KEPT_TEXT_BYTES = 16 << 20
 PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]
@@ -186,7 +166,6 @@ class SearchEngine:
         self.files = files
         self.read = read
         self.blocks = BlockReader(read_range or whole_file_ranges(read), announce)
-        self._announce = announce
         table = files.paper_table or files.papers
         self.papers = read_paper_table(read(table), table)
         self.chunks = read_chunk_table(read(files.chunks), files.chunks)
@@ -199,8 +178,11 @@ class SearchEngine:
                 f"postings cover {self._bm25.n_docs} chunks but the chunk table lists {self.n_chunks}; rebuild"
             )
         self._vectors: DenseLists | None = None
-        self._texts: Recent[int, PaperText] = Recent(KEPT_TEXTS)  # paper index -> its text, recent ones
-        self._text_files: Recent[int, bytes] = Recent(KEPT_TEXT_BYTES, len)  # paper index -> its file
+        if not files.texts or not files.text_dictionary:
+            raise ValueError("the site lists no paper texts (files.texts, files.text_dictionary); rebuild it")
+        self.texts = PaperTexts(
+            files.texts, read(files.text_dictionary), self.papers, self._paper_of, self.blocks
+        )
         self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
         self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
         self._finder = PaperFinder(self.papers)
@@ -252,49 +234,9 @@ class SearchEngine:
             self._paper_view.load()
         return self._vectors
 
-    def text_file(self, paper_index: int) -> PaperText:
-        """The paper's text file, fetched once while it is kept."""
-        text = self._texts.get(paper_index)
-        stored = self._text_files.get(paper_index)  # looked up when decoded too: files age as texts are used
-        if text is None:
-            paper = self.papers[paper_index]
-            if stored is None:
-                stored = self.read(paper.text)
-            try:
-                plain = gunzipped(stored)
-            except zlib.error as error:
-                raise DamagedData(
-                    f"{paper.text} could not be decompressed; the site's data is damaged"
-                ) from error
-            if paper.text_sha256 and text_checksum(plain) != paper.text_sha256:
-                raise DamagedData(
-                    f"{paper.text} does not match its checksum in the paper table; the site's data is damaged"
-                )
-            text = read_paper_text(plain, paper.text)
-            if text.first != paper.first_chunk or len(text.chunks) != paper.chunk_count:
-                raise ValueError(f"{paper.text} does not hold the chunks the papers file lists")
-            self._texts[paper_index] = text
-            self._text_files[paper_index] = stored
-        return text
-
-    def _text_kept(self, paper_index: int) -> bool:
-        return paper_index in self._texts or paper_index in self._text_files
-
-    def _announce_texts(self, doc_ids: Iterable[int]) -> None:
-        """Names the unread text files of these passages' papers in one batch before any is read: the
-        browser's worker fetches them in parallel, where one synchronous read after another cost a round
-        trip each (the first keyword result at 10,000 papers waited 1.1 s on a 40 ms line for 20 texts)."""
-        if self._announce is None:
-            return
-        unread = dict.fromkeys(self._paper_of[doc_id] for doc_id in doc_ids)
-        paths = [(self.papers[index].text,) for index in unread if not self._text_kept(index)]
-        if paths:
-            self._announce(paths)
-
     def chunk(self, doc_id: int) -> TextChunk:
-        """The chunk's text and span, from its paper's text file (fetched once)."""
-        paper_index = self._paper_of[doc_id]
-        return self.text_file(paper_index).chunks[doc_id - self.papers[paper_index].first_chunk]
+        """The chunk's text and span (its paper's head, then its group of chunks, each read once while kept)."""
+        return self.texts.chunk(doc_id)
 
     # --- search ----------------------------------------------------------------------------------------
 
@@ -332,18 +274,17 @@ class SearchEngine:
             )
         return Prepared(options, parsed, allowed, limit, bm25=bm25, named=opening)
 
-    def unread_papers(self, prepared: Prepared, most: int) -> list[int]:
-        """Up to `most` papers whose text files the search will likely show and that are not loaded yet,
-        the likeliest first: those of its best keyword matches (or of the passages a filter-only query
-        shows). Empty for a dense-only query: it has no ranking before the vector."""
+    def read_ahead(self, prepared: Prepared, most: int) -> list[Block]:
+        """What reading the texts of the `most` chunks the search will likeliest show would fetch next
+        (heads not kept, else groups): its best keyword matches, or the passages a filter-only query
+        shows. Empty for a dense-only query: it has no ranking before the vector."""
         if prepared.browse is not None:
             doc_ids = [result.doc_id for result in prepared.browse]
         else:
             doc_ids = [doc_id for doc_id, _ in prepared.bm25 or ()]
             if prepared.named is not None:
                 doc_ids.insert(0, prepared.named)
-        unread = (self._paper_of[doc_id] for doc_id in doc_ids if not self._text_kept(self._paper_of[doc_id]))
-        return list(dict.fromkeys(unread))[:most]
+        return self.texts.unread(doc_ids[:most])
 
     def finish(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
         """The prepared search with the query vector: the dense ranking, fusion and the hits."""
@@ -352,17 +293,14 @@ class SearchEngine:
         return hits
 
     def forget_past_texts(self) -> None:
-        """Paper texts and their files past their bounds, the least recently used: once a step is done,
-        never within one. The worker hands Python a fetched text once and runs a step again until it has
-        all the texts it named, so a step that forgot a text it had read would name it again round after
-        round."""
-        self._texts.trim()
-        self._text_files.trim()
+        """Text heads and groups past their bounds, the least recently used: once a step is done, never
+        within one (`PaperTexts.trim`)."""
+        self.texts.trim()
 
     def _finished(self, prepared: Prepared, query_vector: Sequence[float] | None) -> list[Hit]:
         options, allowed = prepared.options, prepared.allowed
         if prepared.browse is not None:
-            self._announce_texts(result.doc_id for result in prepared.browse)
+            self.texts.read(result.doc_id for result in prepared.browse)
             return [self._hit(result, ()) for result in prepared.browse]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
@@ -406,7 +344,7 @@ class SearchEngine:
         )
         if prepared.named is not None:
             top = named_first(top, fused, prepared.named, options.k)
-        self._announce_texts(result.doc_id for result in top)
+        self.texts.read(result.doc_id for result in top)
         return [
             self._hit(
                 result, prepared.parsed.terms, similarity.get(result.doc_id), result.doc_id == prepared.named
@@ -447,16 +385,16 @@ class SearchEngine:
     def _phrase_ranking(self, query: Query, allowed: Allowed | None, limit: int) -> Ranking:
         """BM25 ranking of chunks holding every quoted phrase: only chunks with all phrase terms are
         scored, and their text is checked in rank order until `limit` pass (of the first `PHRASE_CHECKS`),
-        so few text files load. The texts are named in batches that double (`PHRASE_TEXTS_FIRST`, then
-        twice as many): one at a time, a quoted title at 10,000 papers needed more fetch rounds than the
-        browser allows a step."""
+        so few texts load. The texts are read in batches that double (`PHRASE_TEXTS_FIRST`, then twice as
+        many): one at a time, a quoted title at 10,000 papers needed more fetch rounds than the browser
+        allows a step."""
         key = (tuple(map(tuple, query.phrases)), tuple(query.terms), allowed)
         ranked = self._last_phrase_holders.get(key, lambda: self._phrase_holders(query, allowed))
         passing: list[tuple[int, float]] = []
         at, window = 0, PHRASE_TEXTS_FIRST
         while at < min(len(ranked), PHRASE_CHECKS) and len(passing) < limit:
             batch = ranked[at : min(at + window, PHRASE_CHECKS)]
-            self._announce_texts(doc_id for doc_id, _ in batch)
+            self.texts.read(doc_id for doc_id, _ in batch)
             for doc_id, score in batch:
                 text = self.chunk(doc_id).text
                 if all(contains_phrase(text, phrase) for phrase in query.phrases):

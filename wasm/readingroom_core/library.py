@@ -5,7 +5,7 @@ paper that was not among the passages) is "outside the sources" when the site ho
 "invented" only when it does not hold the paper. Finding the quote must stay cheap however large the
 list: the quote's own words are a BM25 search (keyword side only, no vector), the few best passages
 name candidate pages, and only those pages' text is checked, through the engine's one text access
-(`SearchEngine.text_file`, one paper's text file at a time).
+(`PaperTexts.page_texts`: the groups of chunks that cover those pages).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 
 from readingroom_core.analysis import bare_id
-from readingroom_core.answers import page_texts
 from readingroom_core.engine import SearchEngine, SearchOptions
 from readingroom_core.verification import Found, page_holding
 
@@ -39,7 +38,7 @@ class CorpusLibrary:
     def locate(self, quote: str, arxiv_id: str | None, page: int = 0) -> Found | None:
         if arxiv_id is not None and page > 0 and self.holds(arxiv_id):
             cited = self._index[bare_id(arxiv_id)]
-            texts = page_texts(self.engine.text_file(cited), [page, page + 1])
+            texts = self.engine.texts.page_texts(cited, [page, page + 1])
             if page_holding(quote, texts) == page:
                 return Found(self.engine.papers[cited].id, page)  # the cited page, first
         words = _WORD_RE.findall(quote)[:QUERY_WORDS]
@@ -54,7 +53,7 @@ class CorpusLibrary:
         for hit in self.engine.search(query, None, options):
             paper = self._index[bare_id(hit.arxiv_id)]
             pages = range(hit.page_start, hit.page_end + 2)  # the next page too, for a quote across a break
-            holding = page_holding(quote, page_texts(self.engine.text_file(paper), pages))
+            holding = page_holding(quote, self.engine.texts.page_texts(paper, pages))
             if holding is not None and holding <= hit.page_end:
                 return Found(hit.arxiv_id, holding)
         return None

@@ -19,7 +19,8 @@ from readingroom_core.packedrows import PackedRows
 from readingroom_core.sitedata import FORMAT_VERSION, PaperRecord, compact_json, load_versioned
 
 # The record fields search reads: filters (year, categories, tags, authors), navigation (title, authors,
-# short names), result cards and citations (id, version, title, authors, year), the doc ids and text file.
+# short names), result cards and citations (id, version, title, authors, year), the doc ids and where the
+# text lies in the texts file, with its head's checksum (papertexts.py).
 TABLE_FIELDS = (
     "id",
     "version",
@@ -39,17 +40,8 @@ def paper_table_bytes(records: Iterable[PaperRecord]) -> bytes:
     rows = []
     for record in records:
         full = record.to_json()
-        row = {field: full[field] for field in TABLE_FIELDS}
-        if record.text == paper_text_path(record.id, record.text_sha256):
-            del row["text"]  # rebuilt from the id and checksum: at 10,000 papers 90 of its 1,385 KB
-        rows.append(row)
+        rows.append({field: full[field] for field in TABLE_FIELDS})
     return compact_json({"v": FORMAT_VERSION, "papers": rows})
-
-
-def paper_text_path(paper_id: str, text_sha256: str) -> str:
-    """Where the builder writes a paper's text (builder/site/data.py): content-hashed, gzipped, an
-    old-style id's slash made an underscore."""
-    return f"data/text/{paper_id.replace('/', '_')}.{text_sha256[:12]}.json.gz"
 
 
 def read_paper_table(data: bytes | str, what: str = "paper table") -> list[PaperRecord]:
@@ -67,12 +59,13 @@ def read_paper_table(data: bytes | str, what: str = "paper table") -> list[Paper
 
 def _table_record(row: dict[str, Any]) -> PaperRecord:
     first, count = row["chunks"]
+    head_bytes, text_bytes = row["text"]
     return PaperRecord(
         id=row["id"],
         title=row["title"],
         first_chunk=first,
         chunk_count=count,
-        text=row.get("text") or paper_text_path(row["id"], row["text_sha256"]),
+        text_bytes=(head_bytes, text_bytes),
         authors=tuple(row["authors"]),
         year=row["year"],
         categories=tuple(row["categories"]),

@@ -23,9 +23,8 @@ from readingroom_core.sitedata import GZIP_SUFFIX, gunzipped
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
 # Told every range one read needs before any is read: the browser's worker fetches them all at once
-# (in parallel) and runs the step again; a reader over a folder needs no such notice. A whole file (a
-# paper's text, which its record checks) is announced as (path,) alone.
-Announce = Callable[[Sequence[tuple[str, int, int] | tuple[str]]], None]
+# (in parallel) and runs the step again; a reader over a folder needs no such notice.
+Announce = Callable[[Sequence[tuple[str, int, int]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
 # without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
@@ -80,7 +79,8 @@ class BlockReader:
 
     def read(self, blocks: Sequence[Block], gap: int = 0, keep: bool = True) -> list[bytes]:
         """Each block's bytes, checked, in the order asked; blocks already read come from memory. Blocks
-        of one file at most `gap` bytes apart are read in one request (the bytes between thrown away).
+        of one file at most `gap` bytes apart are read in one request (the bytes between thrown away); a
+        negative `gap` reads each block alone.
         `keep=False`: the caller keeps what it decodes from them, so the cache does not hold them twice."""
         # What this read returns is held apart from the cache: keeping the blocks it fetches may drop
         # others it asked for from the cache (a long session at 10,000 papers fills it).

@@ -13,10 +13,11 @@ a visitor's cache never serves stale data, and `manifest.json` names each by rol
 - chunk table (`data/chunks.*.bin`, `ChunkTable`): page and section of every chunk as typed columns (a
   JSON header, then the columns), enough to filter and cite any chunk without its text; section titles
   stored once.
-- per-paper text (`data/text/<id>.*.json.gz`, `PaperText` gzipped): fetched when one of its chunks is
-  shown or cited, and checked against the sha256 its record holds (the manifest, read at start-up, does
-  not grow with the list's texts); its page spans rebuild a cited page's text from the chunks, so a quote
-  is checked on that page.
+- paper texts (`data/texts.*.bin`, ranged, `papertexts.py`): each paper's head (chunk and page spans) and
+  its chunks in small deflated groups, read by range when a chunk is shown or cited and checked against
+  the sha256 prefixes its paper's record and head hold (the manifest, read at start-up, does not grow
+  with the list's texts); the page spans rebuild a cited page's text from the chunks, so a quote is
+  checked on that page.
 - postings (`data/postings.*.json`) and dense (`data/dense.*.json`): the directories of the keyword and
   vector files search reads by range (`termindex.py`, `denselists.py`); graph (`data/graph.*.json`): the
   list's citations (builder/citation_graph.py).
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 8  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+FORMAT_VERSION = 9  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: varint postings
 # pages, a dictionary entry names its first pages (the rest's records lie before them), no HNSW file in
 # the site, a paper's record holds its text's checksum (the manifest no longer lists the texts); 6: a file
@@ -47,11 +48,11 @@ FORMAT_VERSION = 8  # 2: postings and vectors read by range, the citation graph,
 # dense lists' codes are their rows' residuals from the list's mean, with a weight byte a row; 8: the chunk
 # table's columns typed (a binary file), 64 bits of each forward group's sha256 in the forward index, a
 # text file without the chunk ids its chunks rebuild (`chunk_id`), a paper table without the text paths it
-# rebuilds (`papertable.paper_text_path`)
+# rebuilds (`papertable.paper_text_path`); 9: paper texts in one ranged file, a head per paper and chunks
+# in deflated groups (`papertexts.py`), read a group at a time, not a paper's whole text
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
-TEXT_SHA_DIGITS = 32
 
 
 def compact_json(data: Any) -> bytes:
@@ -104,6 +105,8 @@ class DataFiles:
     # postings files, but whole by the first query of several words, so the browser fetches it while
     # Python boots, before the encoder's download shares the line.
     forward_index: str = ""
+    texts: str = ""  # the paper texts (readingroom_core.papertexts), read by range
+    text_dictionary: str = ""  # the preset dictionary their groups deflate against
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}
@@ -256,14 +259,15 @@ class SectionEntry:
 @dataclass(frozen=True)
 class PaperRecord:
     """One paper of the papers file. Its chunks are doc ids `first_chunk … first_chunk + chunk_count - 1`;
-    `text` is the site path of its text file; `vector` is what the paper as a whole is about (see
+    `text_bytes` is (its head's size, its whole size) in the texts file (`papertexts`), papers in table
+    order; `vector` is what the paper as a whole is about (see
     `PaperVector`), absent where a site has no paper view (BEIR, where a passage is its own paper)."""
 
     id: str
     title: str
     first_chunk: int
     chunk_count: int
-    text: str
+    text_bytes: tuple[int, int] = (0, 0)
     authors: tuple[str, ...] = ()
     year: int | None = None
     categories: tuple[str, ...] = ()
@@ -281,9 +285,7 @@ class PaperRecord:
     sections: tuple[SectionEntry, ...] = ()
     vector: str | None = None
     short_names: tuple[str, ...] = ()  # "LoRA", "BERT": names the paper gives itself (navigation.short_names)
-    text_sha256: str = (
-        ""  # of the text file's plain (gunzipped) bytes, TEXT_SHA_DIGITS; "": a site made by hand
-    )
+    text_sha256: str = ""  # its text head's sha256 prefix (papertexts.SHA_DIGITS)
 
     @property
     def doc_ids(self) -> range:
@@ -312,18 +314,23 @@ class PaperRecord:
         }
         if self.vector is not None:
             data["vector"] = self.vector
-        data.update(chunks=[self.first_chunk, self.chunk_count], text=self.text, text_sha256=self.text_sha256)
+        data.update(
+            chunks=[self.first_chunk, self.chunk_count],
+            text=list(self.text_bytes),
+            text_sha256=self.text_sha256,
+        )
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PaperRecord:
         first, count = data["chunks"]
+        head_bytes, text_bytes = data["text"]
         return cls(
             id=data["id"],
             title=data["title"],
             first_chunk=first,
             chunk_count=count,
-            text=data["text"],
+            text_bytes=(head_bytes, text_bytes),
             authors=tuple(data["authors"]),
             year=data["year"],
             categories=tuple(data["categories"]),
@@ -480,12 +487,12 @@ def read_chunk_table(data: bytes, what: str = "chunk table") -> ChunkTable:
     return ChunkTable.from_bytes(data, what)
 
 
-# --- per-paper text ----------------------------------------------------------------------------------
+# --- per-paper text (stored by papertexts.py) -------------------------------------------------------
 
 
 def chunk_id(paper_id: str, start: int, end: int, text: str) -> str:
-    """A chunk's id: 64 bits of the sha256 of its paper, span and text. A text file leaves out the ids
-    it can rebuild so (at 10,000 papers, 12.9 of the texts' 210 MB, 6% of a text a result fetches)."""
+    """A chunk's id: 64 bits of the sha256 of its paper, span and text. The texts file leaves out the ids
+    it can rebuild so (at 10,000 papers, 12.9 of the texts' 210 MB, 6% of a text a result fetched)."""
     return hashlib.sha256(f"{paper_id}\0{start}\0{end}\0{text}".encode()).hexdigest()[:16]
 
 
@@ -497,17 +504,6 @@ class TextChunk:
     start: int
     end: int
     text: str
-
-    def to_json(self, paper_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = {"s": self.start, "e": self.end, "t": self.text}
-        if self.id != chunk_id(paper_id, self.start, self.end, self.text):
-            data["id"] = self.id  # an id of another kind (a BEIR document's)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], paper_id: str) -> TextChunk:
-        start, end, text = data["s"], data["e"], data["t"]
-        return cls(data.get("id") or chunk_id(paper_id, start, end, text), start, end, text)
 
 
 @dataclass(frozen=True)
@@ -521,46 +517,13 @@ class PageRange:
 
 @dataclass(frozen=True)
 class PaperText:
-    """A paper's chunks, whose first is doc id `first`, and the span of each of its pages."""
+    """A paper's chunks and the span of each of its pages, as the builder hands them to the texts file."""
 
     id: str
-    first: int
     chunks: tuple[TextChunk, ...]
     pages: tuple[PageRange, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "v": FORMAT_VERSION,
-            "id": self.id,
-            "first": self.first,
-            "chunks": [chunk.to_json(self.id) for chunk in self.chunks],
-            "pages": [[p.page, p.start, p.end] for p in self.pages],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PaperText:
-        return cls(
-            id=data["id"],
-            first=data["first"],
-            chunks=tuple(TextChunk.from_json(chunk, data["id"]) for chunk in data["chunks"]),
-            pages=tuple(PageRange(*page) for page in data.get("pages", ())),
-        )
-
-
-def paper_text_bytes(text: PaperText) -> bytes:
-    return compact_json(text.to_json())
 
 
 def gunzipped(data: bytes) -> bytes:
     """gzip bytes unpacked; bytes that are not gzip (a host that decoded the file on its way) as they are."""
     return zlib.decompress(data, wbits=31) if data[:2] == GZIP_MAGIC else data  # 31: a gzip header
-
-
-def text_checksum(plain: bytes) -> str:
-    """What a paper's record holds of its text's sha256 (128 bits, as the ranged files' blocks)."""
-    return hashlib.sha256(plain).hexdigest()[:TEXT_SHA_DIGITS]
-
-
-def read_paper_text(data: bytes | str, what: str = "paper text") -> PaperText:
-    """A paper text from its file's bytes, gzipped or not."""
-    return PaperText.from_json(load_versioned(gunzipped(data) if isinstance(data, bytes) else data, what))

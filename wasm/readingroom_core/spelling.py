@@ -20,7 +20,7 @@ from readingroom_core.querysyntax import field_spans
 from readingroom_core.termindex import TermIndex
 
 _WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
-SPELLED_CANDIDATES = 4  # nearest stems spelt out (each may read up to five paper text files)
+SPELLED_CANDIDATES = 4  # nearest stems spelt out (each may read up to five passages' texts)
 MAX_ENDING = 4  # letters a stem may leave off its word: "adapt|ation" has 5, most endings are shorter
 # Edits a correction may make: one in a word of five to eight letters, two from nine. Two edits in a
 # short word reach too many other words ("qwerty" -> "qbert", "smoothie" -> "smooth").

@@ -19,7 +19,7 @@ Verification, for each citation:
 Looking beyond the sources needs the site's texts: a `Library` (`library.CorpusLibrary` over the
 search engine) says which ids the reading list holds and finds a quote's page by searching the quote's
 words with BM25 and checking the few candidate pages' text, so the look-up is bounded and reads only
-the text files of those candidates. Without a library (a bare evidence dict) every id that is not a
+the texts of those candidates. Without a library (a bare evidence dict) every id that is not a
 source is "invented" and every page outside them "page_not_found".
 Matching follows one rule, `quotes.canonical` (see `quotes`).
 

@@ -169,8 +169,9 @@
 // --- the Python boundary (readingroom_core.browser, through Pyodide) ----------------------------------------
 
 /**
- * What Site.prepare answers: the id to finish the search with and the text files to read ahead, or why not.
- * @typedef {{search: number, read_ahead: string[]} | {error: string}} Prepared
+ * What Site.prepare answers: the id to finish the search with and the text ranges to read ahead
+ * ([path, start, end], end exclusive), or why not.
+ * @typedef {{search: number, read_ahead: [string, number, number][]} | {error: string}} Prepared
  */
 
 /**
@@ -187,7 +188,6 @@
  * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a reply or {error}; no
  *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
  * @property {(searchId: number) => void} discard
- * @property {(paperIndex: number) => void} read_paper_text
  * @property {() => void} load_semantic
  * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
  * @property {(idsJson: string) => PyProxy} word_piece_rows Python bytes: the ids' int8 codes, then their float32 scales

@@ -1,19 +1,18 @@
-// What a step of the search core reads by range, or whole (paper texts), fetched in batches.
+// What a step of the search core reads by range, fetched in batches.
 //
 // The core announces each batch before reading it (`announce`): ranges of the index files (a query term's
-// dictionary block and postings, a coarse list's codes, the rows it rescores) and the text files of the
-// papers a reply shows. A batch not fetched yet stops the step, which `run` runs again once the whole
+// dictionary block and postings, a coarse list's codes, the rows it rescores) and of the texts file (the
+// heads of the papers a reply shows, then their groups of chunks). A batch not fetched yet stops the step, which `run` runs again once the whole
 // batch has come in parallel, so a query costs a few round trips, not one per range. The Range header
 // makes the browser ask for identity encoding, so the bytes are the file's own; a host that ignores
 // Range answers 200 with the whole file, which is kept and sliced from then on. Never a HEAD or a
 // preload of these files under the URL a range uses: an unranged copy may come gzipped and sit in the
 // cache.
 
-// A step needs a few batches: dictionary, postings, forward groups, texts; then for words the list never
-// uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's 276 questions);
-// lists and rows. The bound only stops a step that would never settle.
+// A step needs a few batches: dictionary, postings, forward groups, text heads and groups; then for words
+// the list never uses, spelling's dictionary blocks and postings (7 at most on a 1,000-paper list's 276
+// questions); lists and rows. The bound only stops a step that would never settle.
 const RANGE_ROUNDS = 16;
-const PAPER_TEXTS = "data/text/"; // not in the manifest: each paper's record holds its text's sha256
 
 const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
 
@@ -23,36 +22,29 @@ export class RangedReads {
    * @param {string} options.base the site's base URL
    * @param {typeof fetch} options.fetch the worker's own fetch (Pyodide's loader replaces self.fetch a while)
    * @param {(kind: string, bytes: number) => void} options.count start-up and query bytes, by kind
-   * @param {Map<string, Uint8Array>} options.prefetched whole files for the worker's readSync, which hands each
-   *   to Python once: the texts fetched here go there
    */
-  constructor({ base, fetch, count, prefetched }) {
+  constructor({ base, fetch, count }) {
     this.base = base;
     this.fetch = fetch;
     this.count = count;
-    this.prefetched = prefetched;
     this.fetchedRanges = new Map(); // "path start end" -> bytes fetched for the step being run again
     this.wholeFiles = new Map(); // site path -> the whole file (a host that ignored Range, or keepWhole)
     // Whether the host has answered a Range with 206: until it has, each file's first range goes alone.
     // Per host, not per file: on a 40 ms line, asking first per file cost each file's first batch a
     // round trip (the dictionary, the pages, the lists and the rows of a first query).
     this.rangesHonoured = false;
-    this.pending = []; // [path, start, end] or [text path] the current step needs and has not got
-    // Fetches under way, by range key or text path: two steps at once (a query typed while the page's own
+    this.pending = []; // [path, start, end] the current step needs and has not got
+    // Fetches under way, by range key: two steps at once (a query typed while the page's own
     // search runs) often ask for the same bytes, and the second waits for the first's.
     this.inFlight = new Map();
     this.announce = this.announce.bind(this);
     this.readRange = this.readRange.bind(this);
   }
 
-  /** The core's notice of a batch, as JSON [[path, start, end] or [text path], ...]; throws (stopping the
-   * step) when part of it has not been fetched. @param {string} batchJson */
+  /** The core's notice of a batch, as JSON [[path, start, end], ...]; throws (stopping the step) when part
+   * of it has not been fetched. @param {string} batchJson */
   announce(batchJson) {
-    const missing = JSON.parse(batchJson).filter(([path, start, end]) =>
-      start === undefined
-        ? !this.prefetched.has(path)
-        : !this.wholeFiles.has(path) && !this.fetchedRanges.has(rangeKey(path, start, end)),
-    );
+    const missing = JSON.parse(batchJson).filter(([path, start, end]) => !this.fetched(path, start, end));
     if (missing.length) {
       this.pending = missing;
       throw new Error(`${missing.length} ranges to fetch`);
@@ -92,27 +84,27 @@ export class RangedReads {
     this.wholeFiles.set(path, bytes);
   }
 
-  /** Starts fetching, in parallel, the text files Site.prepare named (most of which the results will
-   * show) while the encoder's worker embeds the query; nothing waits for them but a step that reads one
-   * (`fetchBatch` shares the fetch under way). A fetch that fails here only warns: the step that needs
-   * the file fails then. Returns how many it started (texts fetched ahead before and not shown yet are
-   * not fetched again). @param {string[]} texts @returns {number} */
-  readAhead(texts) {
-    const unread = texts.filter((path) => !this.prefetched.has(path));
-    for (const path of unread) this.textOnce(path).catch((error) => console.warn("Reading ahead:", error));
+  /** @param {string} path @param {number} start @param {number} end */
+  fetched(path, start, end) {
+    return this.wholeFiles.has(path) || this.fetchedRanges.has(rangeKey(path, start, end));
+  }
+
+  /** Starts fetching, in parallel, the text ranges Site.prepare named (the heads and groups of chunks the
+   * results will likely show) while the encoder's worker embeds the query; nothing waits for them but a
+   * step that reads one (`once` shares the fetch under way). A fetch that fails here only warns: the step
+   * that needs the range fails then. Returns how many it started (ranges fetched ahead before and not read
+   * yet are not fetched again). @param {[string, number, number][]} ranges @returns {number} */
+  readAhead(ranges) {
+    const unread = ranges.filter((range) => !this.fetched(...range));
+    if (unread.length) this.fetchBatch(unread).catch((error) => console.warn("Reading ahead:", error));
     return unread.length;
   }
 
-  /** Each file's ranges, and the texts named whole, in parallel; until the host has honoured a Range, a
-   * file asks once first (a host that ignores Range would otherwise send the whole file once per range). */
+  /** Each file's ranges in parallel; until the host has honoured a Range, a file asks once first (a host
+   * that ignores Range would otherwise send the whole file once per range). */
   async fetchBatch(wanted) {
-    const texts = wanted.filter(([, start]) => start === undefined).map(([path]) => this.textOnce(path));
-    const byPath = Map.groupBy(
-      wanted.filter(([, start]) => start !== undefined),
-      ([path]) => path,
-    );
+    const byPath = Map.groupBy(wanted, ([path]) => path);
     await Promise.all([
-      ...texts,
       ...[...byPath].map(async ([path, ranges]) => {
         let rest = ranges;
         if (!this.rangesHonoured) {
@@ -135,10 +127,6 @@ export class RangedReads {
 
   rangeOnce(path, start, end) {
     return this.once(rangeKey(path, start, end), () => this.fetchRange(path, start, end));
-  }
-
-  textOnce(path) {
-    return this.once(path, () => this.fetchText(path));
   }
 
   /** The range's bytes from a host that honours Range, or the whole file's from one that does not.
@@ -166,16 +154,5 @@ export class RangedReads {
     if (response.status === 206) this.rangesHonoured = true;
     if (response.status === 200) this.wholeFiles.set(path, bytes);
     else this.fetchedRanges.set(rangeKey(path, start, end), bytes);
-  }
-
-  /** A paper's text file, for the worker's readSync to hand over; the core checks it against the paper's
-   * record. */
-  async fetchText(path) {
-    if (!path.startsWith(PAPER_TEXTS)) throw new Error(`${path}: only paper texts are read whole by a step`);
-    const response = await this.fetch(this.base + path);
-    if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    this.count("text", bytes.length);
-    this.prefetched.set(path, bytes);
   }
 }

@@ -33,13 +33,12 @@ let site;
 let checksums;
 /** @type {Encoder} */
 let encoder;
-/** @type {RangedReads} what a step of the core reads by range, or whole (paper texts), fetched in batches */
+/** @type {RangedReads} what a step of the core reads by range, fetched in batches */
 let reads;
 let semanticReady = false;
 let semanticError = null; // why semantic search is off for good (a failed load or query)
 let stage = "starting";
 const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
-const PAPER_TEXTS = "data/text/"; // not in the manifest: each paper's record holds its text's sha256
 // When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
 const timeline = {};
 /** @type {"snapshot" | "boot" | null} */
@@ -85,8 +84,8 @@ function oneLine(error) {
   return last.length > 300 ? last.slice(0, 297) + "..." : last;
 }
 
-// The engine reads lazily (a paper's text when one of its passages is shown) and synchronously, as
-// Python does; a worker may block on a synchronous request, the page never does.
+// The engine reads a whole file synchronously, as Python does, where the worker has not fetched it ahead;
+// a worker may block on a synchronous request, the page never does.
 /** @param {string} path @returns {Uint8Array} */
 function readSync(path) {
   const ahead = prefetched.get(path);
@@ -94,16 +93,14 @@ function readSync(path) {
     prefetched.delete(path);
     return ahead;
   }
-  // A file the manifest lists is checked here (from its .gz copy where it has one, gunzipped by the core's
-  // zlib); a paper text (`data/text/*.json.gz`, too many to list) is checked by the core against its record.
-  const listed = checksums.expected.has(path);
+  // Checked here against the manifest (from its .gz copy where it has one, gunzipped by the core's zlib).
   const gzipped = checksums.expected.has(path + GZIP);
   const request = new XMLHttpRequest();
   request.open("GET", config.base + path + (gzipped ? GZIP : ""), false);
   request.responseType = "arraybuffer";
   request.send();
   if (request.status !== 200) throw new Error(`${path}${gzipped ? GZIP : ""}: HTTP ${request.status}`);
-  progress.count("text", request.response.byteLength);
+  progress.count("data", request.response.byteLength);
   let bytes = new Uint8Array(request.response);
   if (gzipped) {
     try {
@@ -113,7 +110,7 @@ function readSync(path) {
       throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`, { cause: error });
     }
   }
-  if (listed || !path.startsWith(PAPER_TEXTS)) checksums.check(path, core.sha256_hex(bytes));
+  checksums.check(path, core.sha256_hex(bytes));
   return bytes;
 }
 
@@ -145,6 +142,7 @@ async function start() {
       prefetch(files.paper_table, "data"),
       prefetch(files.chunks, "data"),
       prefetch(files.postings, "data"),
+      prefetch(files.text_dictionary, "data"),
     ]),
   );
   indexFiles.then(() => mark("keyword_data_fetched"), () => {});
@@ -195,7 +193,7 @@ async function start() {
 // comes first.
 function startEncoderAfter(pythonFetched, keywordFetched) {
   pythonFetched.then((files) => {
-    const keywordFiles = [files.paper_table, files.chunks, files.postings, files.forward_index];
+    const keywordFiles = [files.paper_table, files.chunks, files.postings, files.forward_index, files.text_dictionary];
     const after_ms = progress.msFor(checksums.wireBytes(keywordFiles.filter(Boolean)));
     encoder.post({ type: "go", after_ms });
   }, () => {});
@@ -273,7 +271,7 @@ async function search({ query, k, mode, filters }) {
   }
 }
 
-/** @param {{search: number, read_ahead: string[]}} prepared */
+/** @param {{search: number, read_ahead: [string, number, number][]}} prepared */
 async function finish(prepared, embedding, started) {
   const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0, python_memory_bytes: 0 };
   let embedded = started; // the core's time after the vector is timed apart from the embedding's
@@ -329,7 +327,7 @@ async function init(message) {
   mark("worker_started");
   config = message.config;
   encoder = new Encoder(message.port);
-  reads = new RangedReads({ base: config.base, fetch: nativeFetch, count: (kind, n) => progress.count(kind, n), prefetched });
+  reads = new RangedReads({ base: config.base, fetch: nativeFetch, count: (kind, n) => progress.count(kind, n) });
   let semantic;
   try {
     ({ semantic } = await start());
