@@ -235,3 +235,21 @@ def test_kept_heads_and_groups_are_bounded_once_a_step_is_done(corpus):
 def test_a_head_round_trips_through_its_json():
     head = TextHead.from_json({"spans": [0, 10, 8, 20], "pages": [[1, 0, 20]], "groups": [[17, "ab" * 8]]})
     assert TextHead.from_json(head.to_json()) == head and head.chunk_count == 2 and head.span(1) == (8, 20)
+
+
+def test_the_pages_of_several_papers_are_read_in_two_batches(corpus):
+    batches: list[list] = []
+    papers = [text for _, text in corpus]
+    dictionary = preset_dictionary([c.text for p in papers for c in p.chunks])
+    data, records = site_texts(papers, dictionary)
+    paper_of = [index for index, record in enumerate(records) for _ in record.doc_ids]
+    reads = Reads(data)
+    texts = PaperTexts(PATH, dictionary, records, paper_of, BlockReader(reads, batches.append))
+    last = papers[4].pages[-1]
+    wanted = {0: [1, 2], 4: [last.page]}
+    texts.read_pages(wanted)
+    assert len(batches) == 2 and len(batches[0]) == 2  # the heads, then every covering group
+    read = len(reads.ranges)
+    rebuilt = {paper: texts.page_texts(paper, pages) for paper, pages in wanted.items()}
+    assert len(reads.ranges) == read  # page_texts finds them all
+    assert rebuilt[4][last.page] == corpus[4][0][last.start : last.end].strip()

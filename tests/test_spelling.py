@@ -63,7 +63,7 @@ def speller(passages, tmp_path, announce=None):
         (tmp_path / path).write_bytes(data)
     directory = read_term_directory((tmp_path / built.roles["postings"]).read_bytes())
     reader = BlockReader(folder_range_reader(tmp_path), announce)
-    return Speller(TermIndex(directory, reader), passages.__getitem__)
+    return Speller(TermIndex(directory, reader), passages.__getitem__, lambda _: None)
 
 
 # Passages where the common word and a rarer neighbour both exist: the typo must go to the common one.

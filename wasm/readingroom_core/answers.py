@@ -318,6 +318,7 @@ def select_evidence(
     wanted: dict[str, set[int]] = {}
     for source in sources:
         wanted.setdefault(source.arxiv_id, set()).update(range(source.page_start - 1, source.page_end + 2))
+    engine.texts.read_pages({paper_index[paper]: numbers for paper, numbers in wanted.items()})
     pages = {
         paper: engine.texts.page_texts(paper_index[paper], sorted(numbers))
         for paper, numbers in wanted.items()

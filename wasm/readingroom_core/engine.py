@@ -184,7 +184,7 @@ class SearchEngine:
             files.texts, read(files.text_dictionary), self.papers, self._paper_of, self.blocks
         )
         self._paper_view = PaperView(self.papers, self._paper_vectors if files.paper_vectors else None)
-        self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text)
+        self.speller = Speller(self._bm25, lambda doc_id: self.chunk(doc_id).text, self.texts.read)
         self._finder = PaperFinder(self.papers)
         self._last_phrase_holders: LastResult[tuple[Any, ...], Ranking] = LastResult()
 

@@ -50,10 +50,17 @@ class CorpusLibrary:
                 return None
             query = f"id:{bare_id(arxiv_id)} {query}"
         options = SearchOptions(k=CANDIDATE_PASSAGES, mode="bm25", per_page=1, per_paper=0)
-        for hit in self.engine.search(query, None, options):
-            paper = self._index[bare_id(hit.arxiv_id)]
-            pages = range(hit.page_start, hit.page_end + 2)  # the next page too, for a quote across a break
-            holding = page_holding(quote, self.engine.texts.page_texts(paper, pages))
+        hits = self.engine.search(query, None, options)
+        # the next page too, for a quote across a break
+        pages = [
+            (self._index[bare_id(hit.arxiv_id)], range(hit.page_start, hit.page_end + 2)) for hit in hits
+        ]
+        wanted: dict[int, set[int]] = {}
+        for paper, numbers in pages:
+            wanted.setdefault(paper, set()).update(numbers)
+        self.engine.texts.read_pages(wanted)
+        for hit, (paper, numbers) in zip(hits, pages, strict=True):
+            holding = page_holding(quote, self.engine.texts.page_texts(paper, numbers))
             if holding is not None and holding <= hit.page_end:
                 return Found(hit.arxiv_id, holding)
         return None

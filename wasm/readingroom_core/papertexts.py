@@ -23,7 +23,7 @@ import re
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -204,20 +204,22 @@ class PaperTexts:
         self._read_heads([paper_index])
         return self._heads[paper_index]
 
+    def read_pages(self, pages_of: Mapping[int, Iterable[int]]) -> None:
+        """Reads what `page_texts` needs for these papers' pages (paper index -> pages) in two batches:
+        their heads, then the groups that cover the pages (one at a time, each paper would cost a round
+        trip of its own)."""
+        self._read_heads(pages_of.keys())
+        self.read(
+            doc_id for paper_index, pages in pages_of.items() for doc_id in self._covering(paper_index, pages)
+        )
+
     def page_texts(self, paper_index: int, pages: Sequence[int]) -> dict[int, str]:
         """Each listed page's text, rebuilt from the chunks that cover it (only their groups are read);
         text no chunk covers (the bibliography) shows as an ellipsis line."""
-        head = self.head(paper_index)
-        spans = {page.page: (page.start, page.end) for page in head.pages}
-        wanted = [spans[page] for page in pages if page in spans]
-        first = self._papers[paper_index].first_chunk
-        covering = [
-            index
-            for index in range(head.chunk_count)
-            if any(head.spans[2 * index] < end and head.spans[2 * index + 1] > start for start, end in wanted)
-        ]
-        self.read(first + index for index in covering)
-        chunks = sorted((self.chunk(first + index) for index in covering), key=lambda c: c.start)
+        spans = {page.page: (page.start, page.end) for page in self.head(paper_index).pages}
+        covering = self._covering(paper_index, pages)
+        self.read(covering)
+        chunks = sorted((self.chunk(doc_id) for doc_id in covering), key=lambda c: c.start)
         texts = {}
         for page in pages:
             if page not in spans:
@@ -236,6 +238,18 @@ class PaperTexts:
                 cursor = stop
             texts[page] = "".join(parts).strip()
         return texts
+
+    def _covering(self, paper_index: int, pages: Iterable[int]) -> list[int]:
+        """The doc ids of the paper's chunks that hold some of these pages' text."""
+        head = self.head(paper_index)
+        spans = {page.page: (page.start, page.end) for page in head.pages}
+        wanted = [spans[page] for page in pages if page in spans]
+        first = self._papers[paper_index].first_chunk
+        return [
+            first + index
+            for index in range(head.chunk_count)
+            if any(head.spans[2 * index] < end and head.spans[2 * index + 1] > start for start, end in wanted)
+        ]
 
     def page_breaks(self, doc_id: int) -> tuple[tuple[int, int], ...]:
         """(offset in the chunk's text, page) of each page that starts inside the chunk."""

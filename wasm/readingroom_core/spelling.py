@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -56,9 +56,16 @@ class Candidate:
 class Speller:
     """Suggestions for one site: its postings say which words exist, its passages how they are spelt."""
 
-    def __init__(self, bm25: TermIndex, chunk_text: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        bm25: TermIndex,
+        chunk_text: Callable[[int], str],
+        read_texts: Callable[[Iterable[int]], None],
+    ) -> None:
+        """`read_texts` reads the passages named in one batch, so that `chunk_text` then finds them."""
         self._bm25 = bm25
         self._chunk_text = chunk_text
+        self._read_texts = read_texts
         # (term, typed word) -> its candidates: a visitor refining a query types the same word again
         self.corrections: dict[tuple[str, str], tuple[Candidate, ...]] = {}
 
@@ -82,6 +89,9 @@ class Speller:
         self._bm25.read_near(term for term, _ in new)
         nearest = {key: self._nearest(*key) for key in new}
         self._bm25.read_postings(known for stems in nearest.values() for *_, known in stems)
+        self._read_texts(
+            doc_id for stems in nearest.values() for *_, known in stems for doc_id in self._spelt_from(known)
+        )
         for key in new:
             self.corrections[key] = self._spelt(*key, nearest[key])
         unknown = {}
@@ -174,15 +184,19 @@ class Speller:
     def _spellings(self, term: str) -> Counter[str]:
         """Words that analyse to `term` in up to five passages holding it, spread over the corpus, with
         how often each occurs there (of two spellings as near, the commoner is shown)."""
-        doc_ids = self._bm25.doc_ids(term)
-        if not doc_ids:
-            return Counter()
         words: Counter[str] = Counter()
-        for doc_id in dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)):
+        for doc_id in self._spelt_from(term):
             words.update(
                 w.lower() for w in _WORD_RE.findall(self._chunk_text(doc_id)) if _analysed(w) == (term,)
             )
         return words
+
+    def _spelt_from(self, term: str) -> list[int]:
+        """The up to five passages holding `term` whose words `_spellings` reads, spread over the corpus."""
+        doc_ids = self._bm25.doc_ids(term)
+        if not doc_ids:
+            return []
+        return list(dict.fromkeys(doc_ids[(len(doc_ids) - 1) * step // 4] for step in range(5)))
 
 
 def _allowed_edits(lower: str) -> int:
