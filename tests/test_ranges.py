@@ -463,6 +463,46 @@ def test_codes_and_rescoring_keep_recall_and_read_a_fraction_of_the_rows(written
     assert fresh._reader.bytes_read < 0.25 * rows_file
 
 
+def test_every_row_a_search_reads_from_its_lists_is_rescored(written):
+    """Rows lying between two rescored ones arrive in the same request: their exact scores are used, not
+    thrown away, so the top 10 is the exact one over every row read (of the lists read) and no row
+    outside them."""
+    root, *_ = written
+    read = folder_range_reader(root)
+    for query in queries_near(written, 10):
+        ranges: list[tuple[str, int, int]] = []
+
+        def read_range(path: str, start: int, end: int, ranges: list = ranges) -> bytes:
+            ranges.append((path, start, end))
+            return read(path, start, end)
+
+        index = dense_index(written, read_range)
+        found = index.search(query.tolist(), 10, scan=400, rescore=20)
+        d = index.directory
+        read_lists = [
+            entry
+            for entry in d.lists
+            if any(p == d.lists_file and s <= entry.start and entry.end <= e for p, s, e in ranges)
+        ]
+        slots_read = {
+            slot for p, s, e in ranges if p == d.rows_file for slot in range(s // d.dims, e // d.dims)
+        }
+        doc_at = {}
+        for entry in read_lists:
+            region = (root / d.lists_file).read_bytes()[entry.start : entry.start + 4 * entry.count]
+            doc_at.update(
+                zip(
+                    range(entry.first_slot, entry.first_slot + entry.count),
+                    np.frombuffer(region, "<u4"),
+                    strict=True,
+                )
+            )
+        scored = {int(doc_at[slot]) for slot in slots_read if slot in doc_at}
+        assert len(scored) > 20  # more rows read than rescored: the rows between them
+        best = [doc for doc in exact_int8(written, query, DOCS) if doc in scored][:10]
+        assert {doc for doc, _ in found} == set(best)
+
+
 def test_decoded_lists_of_past_queries_are_forgotten_past_a_bound_and_results_never_change(written):
     kept, unbounded = dense_index(written), dense_index(written)
     kept._lists.limit = 4
