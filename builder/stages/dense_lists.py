@@ -19,8 +19,8 @@ import numpy as np
 from readingroom_core.denselists import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory, ListEntry
 
 # Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, and with
-# 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's 16-byte checksum
-# costs 4% of its 384 bytes, in the lists file.
+# 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's checksum
+# (denselists.ROW_SHA_BYTES) costs 2% of its 384 bytes, in the lists file.
 BLOCK_ROWS = 1
 # Rows in a coarse list, on average: a query scans a budget of rows (denselists.DEFAULT_SCAN), so the
 # lists' size, not their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows;

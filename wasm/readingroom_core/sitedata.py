@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FORMAT_VERSION = 9  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
+FORMAT_VERSION = 10  # 2: postings and vectors read by range, the citation graph, short names; 3: paper table;
 # 4: the forward file that rescores keyword candidates, paper texts stored only as .gz; 5: varint postings
 # pages, a dictionary entry names its first pages (the rest's records lie before them), no HNSW file in
 # the site, a paper's record holds its text's checksum (the manifest no longer lists the texts); 6: a file
@@ -49,7 +49,8 @@ FORMAT_VERSION = 9  # 2: postings and vectors read by range, the citation graph,
 # table's columns typed (a binary file), 64 bits of each forward group's sha256 in the forward index, a
 # text file without the chunk ids its chunks rebuild (`chunk_id`), a paper table without the text paths it
 # rebuilds (`papertable.paper_text_path`); 9: paper texts in one ranged file, a head per paper and chunks
-# in deflated groups (`papertexts.py`), read a group at a time, not a paper's whole text
+# in deflated groups (`papertexts.py`), read a group at a time, not a paper's whole text; 10: 64 bits of
+# each dense row's sha256 in its list, not 128
 MANIFEST_FILE = "manifest.json"
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
