@@ -54,11 +54,12 @@ ROW_SHA_BYTES = 8
 # (lists hold ~sqrt(N) rows). scripts/ranged_search_study.py on the 112-paper site, recall@10 against the
 # exact int8 scan: tuning questions 0.954 at 3,072/100, 0.962 at 4,096/100, 0.984 at 4,096/200 (first-sight
 # median 478 KB); held out at 4,096/200: report questions 0.988, dev questions 1.000. Rescored since with
-# the rows read between them (`_with_rows_between`): at 10,000 papers, the tuning questions' recall at
-# 4,096/120 is 0.972, above 4,096/200's 0.966 without them, on 0.62x the row bytes (117 KB a query, median);
-# held out, the report questions 0.928 -> 0.950.
-DEFAULT_SCAN = 4096
-DEFAULT_RESCORE = 120
+# the rows read between them (`_with_rows_between`). At 10,000 papers, chosen on the tuning questions as the
+# fewest bytes with recall 0.98: 2,560/140 (0.982; 4,096/120 0.972, 4,096/200 without the rows between
+# 0.966, 2,304/140 0.958), a query's list and row reads 0.83x of 4,096/120's. Held out it costs a little:
+# report 0.950 -> 0.942, dev 1.000 -> 0.973, the other sets 0.003-0.01 (all 276 questions 0.965 -> 0.959).
+DEFAULT_SCAN = 2560
+DEFAULT_RESCORE = 140
 # A row's residual estimate errs in proportion to its residual's size (RaBitQ's bound: |r| |q| / sqrt(D)
 # up to a constant), so rows are ranked for rescoring by the estimate plus this many times its weight
 # times the query's norm: a row that may be near is rescored rather than dropped. Chosen on the tuning
