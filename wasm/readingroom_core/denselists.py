@@ -21,7 +21,8 @@ rows on average, fewer on a small site) and writes four files:
 A query scores the centroids, reads the nearest lists holding `scan` rows, ranks their rows by the product
 with the query that a list's mean, a row's code and its weight estimate (`code_scorer`), and rescores the
 best `rescore` by their int8 rows, read by range, with the exact cosine the HNSW reader computes
-(`hnsw.py`: the query held as 15-bit integers). With every list probed and every row rescored, the
+(`hnsw.py`: the query held as 15-bit integers), and with them the rows between them that the same requests
+bring. With every list probed and every row rescored, the
 search is exact over the int8 rows. A filter that allows few chunks (one paper: "Search in this paper")
 reads the lists that hold them, found in the list-of file, instead of widening the scan until enough are
 found, which at 10,000 papers read every list (57 MB).
