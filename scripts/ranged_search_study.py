@@ -1,10 +1,11 @@
 """How much the ranged indexes' bounds cost in ranking, and what they save in bytes: the study behind
-`termindex.DEFAULT_PREFIX` and `denselists.DEFAULT_PROBES` / `DEFAULT_RESCORE`.
+`termindex.DEFAULT_PREFIX` and `denselists.DEFAULT_SCAN` / `DEFAULT_RESCORE`.
 
 For each question set and each bound it reports, against the exhaustive search over the same files
 (every posting read; every list probed and every row rescored):
 - BM25: the mean top-10 overlap, and the bytes and requests a first-sight query reads (fresh site);
-- dense: recall@10 of the exhaustive int8 scan's top 10, and the same bytes and requests.
+- dense: recall@10 of the exhaustive int8 scan's top 10 (numpy over the stored rows, as the scale bench
+  computes it and checks it against the core's own exhaustive scan), and the same bytes and requests.
 
     python scripts/ranged_search_study.py --site site --questions tests/data/questions-tune.jsonl
 """
@@ -20,6 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "wasm")]
 
+import numpy as np  # noqa: E402
+from bench_scale import exact_int8_top  # noqa: E402
+
 from builder.evaluation.evaluate import load_questions  # noqa: E402
 from builder.offline import load_onnxruntime_first, use_offline_environment  # noqa: E402
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
@@ -30,13 +34,15 @@ from readingroom_core.querysyntax import embedding_text  # noqa: E402
 K = 10
 PREFIXES = (256, 512, 1024, 2048, 4096)
 DENSE_BOUNDS = (
-    (2048, 100),
-    (3072, 100),
-    (3072, 200),
-    (4096, 100),
+    (2048, 120),
+    (2304, 140),
+    (2560, 120),
+    (2560, 140),
+    (2560, 160),
+    (3072, 120),
+    (4096, 120),
     (4096, 200),
-    (6144, 200),
-    (0, 200),
+    (0, 140),
 )  # (scan, rescore)
 
 
@@ -71,8 +77,20 @@ def keyword_study(site_dir: Path, queries: list[str]) -> list[dict]:
     return rows
 
 
+def stored_rows(site_dir: Path) -> np.ndarray:
+    """Every passage's int8 row, by doc id, from the rows file and the lists' doc ids."""
+    directory = open_folder(site_dir).engine.load_vectors().directory
+    rows = np.fromfile(site_dir / directory.rows_file, dtype=np.int8).reshape(-1, directory.dims)
+    lists = (site_dir / directory.lists_file).read_bytes()
+    ids = [np.frombuffer(lists[e.start : e.start + 4 * e.count], "<u4") for e in directory.lists]
+    by_doc = np.empty_like(rows)
+    by_doc[np.concatenate(ids)] = rows
+    return by_doc
+
+
 def dense_study(site_dir: Path, vectors: list[list[float]]) -> list[dict]:
-    exact = [first_sight(site_dir, lambda e, v=v: e.load_vectors().search(v, K, 0, 0))[0] for v in vectors]
+    rows = stored_rows(site_dir)
+    exact = [exact_int8_top(rows, np.array(vector)) for vector in vectors]
     rows = []
     for scan, rescore in DENSE_BOUNDS:
         recalls, sizes, requests = [], [], []
@@ -80,7 +98,7 @@ def dense_study(site_dir: Path, vectors: list[list[float]]) -> list[dict]:
             found, size, count = first_sight(
                 site_dir, lambda e, v=vector, s=scan, r=rescore: e.load_vectors().search(v, K, s, r)
             )
-            recalls.append(len({d for d, _ in truth} & {d for d, _ in found}) / K)
+            recalls.append(len(set(truth) & {d for d, _ in found}) / K)
             sizes.append(size)
             requests.append(count)
         rows.append(
