@@ -58,7 +58,10 @@ ROW_SHA_BYTES = 8
 # the rows read between them (`_with_rows_between`). At 10,000 papers, chosen on the tuning questions as the
 # fewest bytes with recall 0.98: 2,560/140 (0.982; 4,096/120 0.972, 4,096/200 without the rows between
 # 0.966, 2,304/140 0.958), a query's list and row reads 0.83x of 4,096/120's. Held out it costs a little:
-# report 0.950 -> 0.942, dev 1.000 -> 0.973, the other sets 0.003-0.01 (all 276 questions 0.965 -> 0.959).
+# report 0.950 -> 0.942, dev 1.000 -> 0.973, the other sets 0.002-0.01 (all 276 questions 0.965 -> 0.959).
+# At 1,000 papers it costs more: there recall still rises with the scan (tuning questions: 2,560/140 0.944,
+# 3,072/140 0.950, 4,096/120 0.956; the scale bench's 276 questions 0.937 -> 0.912), so the bounds want
+# choosing on both sizes' tuning questions.
 DEFAULT_SCAN = 2560
 DEFAULT_RESCORE = 140
 # A row's residual estimate errs in proportion to its residual's size (RaBitQ's bound: |r| |q| / sqrt(D)
