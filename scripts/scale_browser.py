@@ -15,10 +15,8 @@ Loads and queries reuse bench_browser's probes and profiles (one set of helpers 
 
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
-import time
 from urllib.parse import quote, urlsplit
 
 from bench_browser import (
@@ -33,7 +31,7 @@ from bench_browser import (
     percentiles,
 )
 from playwright.sync_api import Error as PlaywrightError
-from support.chromium import wait_for
+from support.chromium import WorkerHeaps, wait_for
 
 __all__ = ["FIRST_HIT_PROBE", "measure_profile"]
 
@@ -116,70 +114,10 @@ def per_query_transfers(page, questions: list[str]) -> dict:
     }
 
 
-SEARCH_WORKER = "worker.js"
-
-
 def spread(values: list[int]) -> dict:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"median": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
-
-
-class WorkerHeaps:
-    """The page's workers seen through the DevTools protocol (auto-attached, non-flat sessions)."""
-
-    def __init__(self, context, page):
-        self.devtools = context.new_cdp_session(page)
-        self.workers: dict[str, str] = {}  # session id -> url
-        self.replies: dict[int, dict] = {}
-        self.next_id = 0
-        self.devtools.on("Target.attachedToTarget", self._attached)
-        self.devtools.on("Target.receivedMessageFromTarget", self._message)
-        self.devtools.send(
-            "Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": False}
-        )
-
-    def _attached(self, event):
-        if event["targetInfo"]["type"] == "worker":
-            self.workers[event["sessionId"]] = event["targetInfo"]["url"]
-
-    def _message(self, event):
-        message = json.loads(event["message"])
-        if "id" in message:
-            self.replies[message["id"]] = message
-
-    def call(self, page, session: str, method: str, params: dict | None = None) -> dict:
-        self.next_id += 1
-        command = {"id": self.next_id, "method": method, "params": params or {}}
-        self.devtools.send(
-            "Target.sendMessageToTarget", {"sessionId": session, "message": json.dumps(command)}
-        )
-        deadline = time.monotonic() + 30
-        while self.next_id not in self.replies:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{method} in worker {self.workers[session]} got no reply")
-            page.wait_for_timeout(20)
-        reply = self.replies.pop(self.next_id)
-        if "error" in reply:
-            raise RuntimeError(f"{method}: {reply['error']}")
-        return reply["result"]
-
-    def measure(self, page) -> dict:
-        """Per worker (by script name): V8's used heap and its ArrayBuffers' backing stores, in bytes, and
-        for the search worker, once it has searched, Python's WebAssembly memory (in the total)."""
-        heaps = {}
-        python_memory = page.evaluate("window.readingRoom.status().last_search?.python_memory_bytes ?? 0")
-        for session, url in list(self.workers.items()):
-            self.call(
-                page, session, "HeapProfiler.collectGarbage"
-            )  # what is kept, not what awaits collection
-            usage = self.call(page, session, "Runtime.getHeapUsage")
-            used, buffers = int(usage["usedSize"]), int(usage["backingStorageSize"])
-            name = url.rsplit("/", 1)[-1].split("?")[0]
-            heaps[name] = {"js_heap_used": used, "array_buffers": buffers, "total": used + buffers}
-            if name == SEARCH_WORKER and python_memory:
-                heaps[name] |= {"python_wasm_memory": python_memory, "total": used + buffers + python_memory}
-        return heaps
 
 
 def latency(page, questions: list[str]) -> dict:

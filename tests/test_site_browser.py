@@ -4,6 +4,7 @@ One site (the four generated test papers, base_url "/sub/path/") is built and se
 test opens is watched: a request to any other host, a console error or an uncaught exception fails it.
 """
 
+import gzip
 import json
 import os
 from urllib.parse import urlsplit
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS
 from support import corpus
-from support.chromium import TOP_CHUNK_IDS, wait_for
+from support.chromium import SEARCH_WORKER, TOP_CHUNK_IDS, WorkerHeaps, wait_for
 from support.served import build_from_cache, corpus_text, require_browser, serving
 
 from builder.evaluation.evaluate import top_chunk_ids
@@ -264,6 +265,20 @@ def test_a_first_visit_restores_python_from_the_built_snapshot(site_url, watched
     page.evaluate("window.readingRoom.semanticReady")
     watched.search(PARAPHRASE)
     assert watched.hits()[0][0] == RG_PAPER
+
+
+def test_the_search_worker_lets_go_of_the_snapshot_it_restored(served_site, watched):
+    """Pyodide keeps the options it starts with for the whole visit: the unpacked snapshot, copied into
+    Python's memory at the restore, must not stay in the search worker's heap with them (it was 31 MB,
+    a third of that heap after start-up on a 1,000-paper list)."""
+    site_dir, url = served_site
+    (packed,) = (site_dir / "runtime").glob("python-snapshot.*.bin.gz")
+    unpacked = len(gzip.decompress(packed.read_bytes()))
+    heaps = WorkerHeaps(watched.context, watched.page)  # attached before the workers start
+    watched.open(url)
+    assert watched.page.evaluate("readingRoom.status().python_start") == "snapshot"
+    buffers = heaps.measure(watched.page)[SEARCH_WORKER]["array_buffers"]
+    assert buffers < unpacked / 2, f"{buffers:,} bytes of ArrayBuffers, the snapshot unpacked is {unpacked:,}"
 
 
 MY_LIST = "/my-list/"
