@@ -16,7 +16,7 @@ rescoring, 0.606 on the tuning questions, is the 1,000-paper site's 0.607); the 
 1,000 papers and 46 at 10,000.
 
     python scripts/bm25_depth_study.py --site site --questions tests/data/questions-tune.jsonl \
-        [--prefixes 233]
+        [--prefixes 233] [--rescores 100 400]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from readingroom_core.browser import open_folder  # noqa: E402
 
 K = 10
 PREFIXES = (1024, 2048, 4096, 8192)
-RESCORES = (50, 100, 200)
+RESCORES = (50, 100, 200, 400, 800)
 TAIL_SHARES = (0.0, 1.0)  # 0: today's reading; 1: the unread tail's expected weight added
 Weights = list[tuple[list[int], list[float]]]
 
@@ -69,7 +69,9 @@ def rescored(scores: dict[int, float], truth: dict[int, float], count: int) -> d
     return scores | {doc: truth[doc] for doc, _ in best}
 
 
-def study(terms_by_question: list[Weights], n_docs: int, prefixes: list[int]) -> list[dict]:
+def study(
+    terms_by_question: list[Weights], n_docs: int, prefixes: list[int], rescores: list[int]
+) -> list[dict]:
     truths = [bounded(terms, n_docs, 0, 0.0)[0] for terms in terms_by_question]
     rows = []
     for prefix in prefixes:
@@ -96,7 +98,7 @@ def study(terms_by_question: list[Weights], n_docs: int, prefixes: list[int]) ->
                 row |= {"missed": missed, "missed_that_were_candidates": candidates}
                 row["missed_score_share_read_median"] = round(statistics.median(seen_shares or [1.0]), 3)
             rows.append(row)
-        for count in RESCORES:
+        for count in rescores:
             overlaps = []
             for terms, truth in zip(terms_by_question, truths, strict=True):
                 found = top(rescored(bounded(terms, n_docs, prefix, 0.0)[0], truth, count))
@@ -116,6 +118,9 @@ def main() -> int:
     parser.add_argument(
         "--prefixes", type=int, nargs="+", default=list(PREFIXES), help="postings read per term"
     )
+    parser.add_argument(
+        "--rescores", type=int, nargs="+", default=list(RESCORES), help="candidates rescored exactly"
+    )
     args = parser.parse_args()
     index = open_folder(args.site).engine.keyword_index
     report = {}
@@ -126,7 +131,7 @@ def main() -> int:
             terms_by_question.append([found for found in index.weights(terms, 0) if found])
         report[path.name] = {
             "chunks": index.n_docs,
-            "rows": study(terms_by_question, index.n_docs, args.prefixes),
+            "rows": study(terms_by_question, index.n_docs, args.prefixes, args.rescores),
         }
     print(json.dumps(report, indent=1))
     return 0
