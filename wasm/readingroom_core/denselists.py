@@ -60,8 +60,11 @@ ROW_SHA_BYTES = 8
 # 0.966, 2,304/140 0.958), a query's list and row reads 0.83x of 4,096/120's. Held out it costs a little:
 # report 0.950 -> 0.942, dev 1.000 -> 0.973, the other sets 0.002-0.01 (all 276 questions 0.965 -> 0.959).
 # At 1,000 papers it costs more: there recall still rises with the scan (tuning questions: 2,560/140 0.944,
-# 3,072/140 0.950, 4,096/120 0.956; the scale bench's 276 questions 0.937 -> 0.912), so the bounds want
-# choosing on both sizes' tuning questions.
+# 3,072/140 0.950, 4,096/120 0.956; the scale bench's 276 questions 0.937 -> 0.912). Chosen again on both
+# sizes' tuning questions, first-sight list and row reads per query (median): 3,072/140 is the fewest bytes
+# with 0.95 at both (1,000 papers 0.950, 10,000 0.978) but reads 30 KB more than 2,560/140 for what held
+# out barely shows (1,000 papers: report 0.890 -> 0.908, dev 0.977 -> 1.000, the other 146 questions
+# +0.003; 10,000: report 0.942 -> 0.940, navigational 0.963 -> 0.967, the rest equal), so the bounds stay.
 DEFAULT_SCAN = 2560
 DEFAULT_RESCORE = 140
 # A row's residual estimate errs in proportion to its residual's size (RaBitQ's bound: |r| |q| / sqrt(D)
