@@ -105,6 +105,7 @@ INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 # eighth of this bound, 45.5 with no bound). Halved for the worker's heap (engine.KEPT_TEXTS).
 KEPT_POSTINGS = 1 << 21
 KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
+LONGEST_TABLED_LENGTH = 1 << 16  # document lengths (in terms) whose length norms are kept in a table
 
 Weights = tuple[Sequence[int], Sequence[float]]
 # postings read, (their doc ids, BM25 weights), their documents' lengths: typed arrays, float64 weights so
@@ -404,6 +405,7 @@ class TermIndex:
         self._forward: tuple[array[int], bytes] | None = None
         self._last_search: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
         self._last_sums: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
+        self._norm_table: list[float] = []  # length_norm of each document length, by length
 
     # --- the dictionary ---------------------------------------------------------------------------------
 
@@ -499,15 +501,26 @@ class TermIndex:
                     raise DamagedData(f"{d.pages}: page {number} of {term!r} does not hold its postings")
                 page_ids = list(accumulate(values[0::3]))
                 page_lengths = values[2::3]
-                norms = [length_norm(d.k1, d.b, d.avgdl, length) for length in page_lengths]
-                page_weights = term_weights(idf, d.k1, values[1::3], norms)
-                # the writer's impact order: best first, ties by doc id
-                order = sorted(range(len(page_ids)), key=lambda i: (-page_weights[i], page_ids[i]))
+                page_weights = term_weights(idf, d.k1, values[1::3], self._length_norms(page_lengths))
+                # the writer's impact order: best first, ties by doc id (a page holds its postings in doc
+                # id order, and a reversed sort keeps ties in their order: no key tuple per posting)
+                order = sorted(range(len(page_ids)), key=page_weights.__getitem__, reverse=True)
                 doc_ids.extend([page_ids[i] for i in order])
                 weights.extend([page_weights[i] for i in order])
                 lengths.extend([page_lengths[i] for i in order])
             found.append((doc_ids, weights, lengths))
         return found
+
+    def _length_norms(self, lengths: list[int]) -> list[float]:
+        """`bm25.length_norm` of each document length, from a table of the lengths met so far: a page's
+        postings called it once each, a tenth of a query's page decoding (CPython)."""
+        table, d = self._norm_table, self.directory
+        longest = max(lengths, default=0)
+        if longest > LONGEST_TABLED_LENGTH:  # a checked page, but no table grows without bound
+            return [length_norm(d.k1, d.b, d.avgdl, length) for length in lengths]
+        if longest >= len(table):
+            table.extend(length_norm(d.k1, d.b, d.avgdl, length) for length in range(len(table), longest + 1))
+        return list(map(table.__getitem__, lengths))
 
     def weights(self, terms: Sequence[str], prefix: int, rescoring: bool = False) -> list[Weights | None]:
         """Each term's (doc ids, BM25 weights) over its first `prefix` postings (0: all), best first;
