@@ -21,7 +21,7 @@ from builder.commands.serve import serve_in_thread
 from builder.models import Settings
 from builder.report import BuildReport
 from builder.site.manifest import read_manifest
-from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR
+from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR, run_snapshot_script
 from builder.site.store import GZIP_MIN_SAVING
 from builder.stages.render import render_site
 from readingroom_core.ranges import folder_reader
@@ -171,6 +171,19 @@ def test_the_standard_library_shipped_is_what_python_imports_in_a_folder_named_b
         shipped
     )
     assert len(shipped) < len(full) / 2
+
+
+def test_the_python_snapshot_carries_no_stale_free_memory(hostile_site, tmp_path):
+    """The build zeroes malloc's free memory before it takes the snapshot (python_snapshot.mjs), whose
+    stale bytes cost visitors 0.39 MB gzipped. Restored, the free memory is zero but for what the restore
+    itself frees: 0.7% of its bytes (47% in a snapshot taken without zeroing)."""
+    runtime = read_manifest(hostile_site).runtime.files
+    snapshot = tmp_path / "python.snapshot"
+    snapshot.write_bytes(gzip.decompress((hostile_site / (runtime["python_snapshot"] + ".gz")).read_bytes()))
+    stdlib = hostile_site / runtime["pyodide"] / "python_stdlib.zip"
+    memory = json.loads(run_snapshot_script("stale", str(snapshot), str(stdlib)))
+    assert memory["free"] > 500_000  # the probe found malloc's free memory
+    assert memory["stale"] < 0.05 * memory["free"]
 
 
 def test_the_core_imports_nothing_lazily():

@@ -129,7 +129,8 @@ def build_core_wheel(out_dir: Path) -> Path:
     return wheels[0]
 
 
-def run_snapshot_script(*arguments: str) -> None:
+def run_snapshot_script(*arguments: str) -> str:
+    """What wasm/node/python_snapshot.mjs printed, run with `arguments`."""
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("node is not installed; the build needs Node.js (as `npm ci --prefix wasm` does)")
@@ -144,6 +145,7 @@ def run_snapshot_script(*arguments: str) -> None:
         raise RuntimeError(
             f"{SNAPSHOT_SCRIPT.name} {arguments[0]} failed:\n{finished.stdout}\n{finished.stderr}"
         )
+    return finished.stdout
 
 
 def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:
