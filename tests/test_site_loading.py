@@ -160,8 +160,9 @@ def test_a_query_typed_while_loading_runs_as_soon_as_search_is_ready(served, vis
 
 
 def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served, visit):
-    """Python's files, then the keyword index (while Python boots) with the encoder right behind it, then
-    the dense side's files: on a slow line each wave has the bandwidth to itself."""
+    """Python's files (asked for beside Pyodide's glue, not once it is imported), then the keyword index
+    (while Python boots) with the encoder right behind it, then the dense side's files: on a slow line
+    each wave has the bandwidth to itself."""
     site, url = served
     view = visit(SLOW_LINE)
     base = urlsplit(url).path
@@ -183,6 +184,8 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
 
     pyodide = runtime_file(site, "pyodide")
     python_in = max(when(pyodide + name)[1] for name in ("pyodide.asm.wasm", "python_stdlib.zip"))
+    glue_in = when(pyodide + "pyodide.asm.mjs")[1]
+    assert all(when(pyodide + name)[0] < glue_in for name in ("pyodide.asm.wasm", "python_stdlib.zip"))
     keyword = [files[role] for role in ("paper_table", "chunks", "postings", "forward_index")]
     encoder = [files["encoder"], runtime_file(site, "ort_wasm")]
     dense = [files[role] for role in ("dense", "paper_vectors", "vocab")]
