@@ -167,20 +167,27 @@ def test_the_standard_library_shipped_is_what_python_imports_in_a_folder_named_b
     shipped = zipfile.ZipFile(io.BytesIO(folder_reader(hostile_site)(folder + "python_stdlib.zip")))
     names = set(shipped.namelist())
     full = zipfile.ZipFile(PYODIDE_PACKAGE / "python_stdlib.zip").namelist()
-    # what the core imports, what Pyodide's boot imports, and common codecs: compiled
-    assert {"json/decoder.pyc", "dataclasses.pyc", "asyncio/tasks.pyc", "encodings/latin_1.pyc"} <= names
-    assert not {"unittest/__init__.pyc", "xml/__init__.pyc", "encodings/cp1250.pyc", "statistics.pyc"} & names
+    # what the core imports and what Pyodide's boot imports (compiled), and common codecs
+    assert {"json/decoder.pyc", "dataclasses.pyc", "asyncio/tasks.pyc", "encodings/latin_1.py"} <= names
+    assert not {"unittest/__init__.py", "xml/__init__.py", "encodings/cp1250.py", "statistics.py"} & names
     assert len(names) < len(full) / 2
 
 
-def test_the_standard_library_shipped_is_bytecode_python_imports_without_compiling(hostile_site):
-    """Sourceless .pyc files, hash-based and unchecked (PEP 552: flags 1), stored for the site's gzip."""
-    folder = read_manifest(hostile_site).runtime.files["pyodide"]
-    shipped = zipfile.ZipFile(io.BytesIO(folder_reader(hostile_site)(folder + "python_stdlib.zip")))
-    assert not [name for name in shipped.namelist() if name.endswith(".py")]
+def test_what_python_imports_from_the_standard_library_is_bytecode(hostile_site, tmp_path):
+    """Every module Python's boot and the core's import read is a sourceless .pyc, hash-based and
+    unchecked (PEP 552: flags 1), stored for the site's gzip; a boot compiles none of them."""
+    runtime, read = read_manifest(hostile_site).runtime.files, folder_reader(hostile_site)
+    stdlib, wheel, listed = tmp_path / "python_stdlib.zip", tmp_path / "core.whl", tmp_path / "imports.json"
+    stdlib.write_bytes(read(runtime["pyodide"] + "python_stdlib.zip"))
+    wheel.write_bytes(read(runtime["wheel"]))
+    run_snapshot_script("imports", str(wheel), str(listed), str(stdlib))  # a boot from the site's library
+    imported = json.loads(listed.read_text())
+    assert len(imported) > 100 and not [path for path in imported if not path.endswith(".pyc")]
+    shipped = zipfile.ZipFile(stdlib)
     compiled = [entry for entry in shipped.infolist() if entry.filename.endswith(".pyc")]
     assert len(compiled) > 100
     for entry in compiled:
+        assert entry.filename.removesuffix("c") not in shipped.namelist(), entry.filename
         assert entry.compress_type == zipfile.ZIP_STORED, entry.filename
         assert int.from_bytes(shipped.read(entry)[4:8], "little") == 1, entry.filename
 

@@ -5,18 +5,19 @@
 // package the site copies, so the snapshot matches the site's pyodide.asm.wasm (Pyodide refuses one from
 // another build when it restores).
 //
-//   node wasm/node/python_snapshot.mjs imports <core wheel> <list out>
-//   node wasm/node/python_snapshot.mjs compile <stdlib zip> <zip out>
+//   node wasm/node/python_snapshot.mjs imports <core wheel> <list out> [<stdlib zip>]
+//   node wasm/node/python_snapshot.mjs compile <stdlib zip> <list> <zip out>
 //   node wasm/node/python_snapshot.mjs snapshot <core wheel> <stdlib zip> <snapshot out>
 //   node wasm/node/python_snapshot.mjs stale <snapshot> <stdlib zip>
 //
-// `imports` boots as a visitor's worker does (Pyodide's whole standard library), installs the wheel and
-// imports the boundary, and lists the standard library's files that were imported: the build ships a
-// standard library of those (runtime.py trimmed_stdlib), `compile` compiles its modules with this very
-// Python (a zip holds no bytecode cache, so a boot compiled every module it imported: in Node a boot took
-// 1.99 s from the sources, 0.65 s from the bytecode, medians of 3), and `snapshot` is made with that very
-// zip, since the interpreter's memory holds the directory of the zip it imported from, and with malloc's
-// free memory zeroed (`stale` restores a snapshot and counts what of that memory is not zero).
+// `imports` boots as a visitor's worker does (Pyodide's whole standard library, or the one given),
+// installs the wheel and imports the boundary, and lists the standard library's files that were imported:
+// the build ships a standard library of those (runtime.py trimmed_stdlib), `compile` compiles those
+// modules with this very Python (a zip holds no bytecode cache, so a boot compiled every module it
+// imported: in Node a boot took 1.99 s from the sources, 0.65 s from the bytecode, medians of 3), and
+// `snapshot` is made with that very zip, since the interpreter's memory holds the directory of the zip it
+// imported from, and with malloc's free memory zeroed (`stale` restores a snapshot and counts what of
+// that memory is not zero).
 //
 // The same inputs give the same bytes, so a rebuild keeps the snapshot's hashed name: Python runs under
 // a clock that only ticks when read and a seeded source of randomness (the hash secret and `random`'s
@@ -44,17 +45,14 @@ function determinism() {
   Date.now = () => EPOCH_MS + ticks;
 }
 
-// Where each imported module came from, inside the standard library's zip (its path there).
+// Where each imported module was loaded from, inside the standard library's zip (its path there); the
+// frozen ones (os, io, codecs and others) come from Python's binary, not the zip.
 const IMPORTED_FROM_STDLIB = `
 import json, sys
 zip_root = next(path for path in sys.path if path.endswith(".zip")) + "/"
-json.dumps(sorted({
-    module.__file__[len(zip_root):]
-    for module in list(sys.modules.values())
-    if (getattr(module, "__file__", None) or "").startswith(zip_root)
-}))
+origins = (getattr(getattr(module, "__spec__", None), "origin", None) for module in list(sys.modules.values()))
+json.dumps(sorted({origin[len(zip_root):] for origin in origins if (origin or "").startswith(zip_root)}))
 `;
-
 // Each chunk malloc holds free, handed to `visit(start, end)` while it is allocated, then freed again:
 // malloc is held to the memory it has (its footprint limit) so that it hands out what is free instead of
 // growing, largest pieces first. The limit lives in Python's memory (and so in a snapshot): it is put
@@ -80,7 +78,7 @@ function forEachFreeChunk(module, visit) {
 // Freed memory keeps stale bytes (Python's boot and import scratch, collected garbage), which a snapshot
 // would carry and which gzip compresses poorly. Zeroed, the snapshot (the same for every list) went from
 // 6.26 to 5.87 MB as the site stores it (builder/site/store.py), collecting Python's garbage first 28 KB
-// of that; made with the compiled standard library, from 5.50 to 5.28 MB.
+// of that; made with the compiled standard library, from 5.50 to 5.28 MB (5.31 as built now).
 function zeroFreeMemory(pyodide) {
   pyodide.runPython("import gc; gc.collect()");
   forEachFreeChunk(pyodide._module, (start, end) => pyodide._module.HEAPU8.fill(0, start, end));
@@ -99,33 +97,37 @@ function staleFreeBytes(module) {
   return { free, stale };
 }
 
-// The zip at STDLIB_IN with each module replaced by its bytecode, written to STDLIB_OUT: sourceless .pyc
-// files (which zipimport prefers) that name the path the source would have had, unchecked, since there
-// is no source to check them against. Entries are stored: the site gzips the whole zip, which packs
-// bytecode closer than a zip's per-file deflate does, and importing needs no inflating.
+// The zip at STDLIB_IN with each module that Python's boot and the core's import read (IMPORTED, as
+// `imports` lists them) replaced by its bytecode, written to STDLIB_OUT: sourceless .pyc files (which
+// zipimport prefers) that name the path the source would have had, unchecked, since there is no source to
+// check them against. They are stored: the site gzips the whole zip, which packs bytecode closer than a
+// zip's per-file deflate does, and importing needs no inflating. The modules kept only because their
+// package is (runtime.py trimmed_stdlib) stay as they were, deflated sources: as bytecode they would have
+// been 1.19 of 4.45 MB, 0.18 MB more to download.
 const COMPILE_STDLIB = `
-import os, py_compile, sys, zipfile
+import py_compile, sys, zipfile
 zip_root = next(path for path in sys.path if path.endswith(".zip")) + "/"
 with zipfile.ZipFile(STDLIB_IN) as source, zipfile.ZipFile(STDLIB_OUT, "w") as target:
     for entry in source.infolist():
-        name, body = entry.filename, source.read(entry)
-        if name.endswith(".py"):
-            with open("/tmp/module.py", "wb") as module:
-                module.write(body)
-            py_compile.compile("/tmp/module.py", "/tmp/module.pyc", zip_root + name, doraise=True,
-                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-            with open("/tmp/module.pyc", "rb") as compiled:
-                name, body = name + "c", compiled.read()
-        target.writestr(zipfile.ZipInfo(name, entry.date_time), body)
+        if entry.filename not in IMPORTED:
+            target.writestr(entry, source.read(entry))
+            continue
+        with open("/tmp/module.py", "wb") as module:
+            module.write(source.read(entry))
+        py_compile.compile("/tmp/module.py", "/tmp/module.pyc", zip_root + entry.filename, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        with open("/tmp/module.pyc", "rb") as compiled:
+            target.writestr(zipfile.ZipInfo(entry.filename + "c", entry.date_time), compiled.read())
 `;
 const STDLIB_IN = "/tmp/stdlib.zip";
 const STDLIB_OUT = "/tmp/stdlib-compiled.zip";
 
 const [mode, ...args] = process.argv.slice(2);
-const ARGUMENTS = { imports: 2, compile: 2, snapshot: 3, stale: 2 };
-if (!(mode in ARGUMENTS) || args.length !== ARGUMENTS[mode] || args.some((arg) => !arg)) {
-  console.error("usage: node python_snapshot.mjs imports <core wheel> <list out>");
-  console.error("       node python_snapshot.mjs compile <stdlib zip> <zip out>");
+const ARGUMENTS = { imports: [2, 3], compile: [3, 3], snapshot: [3, 3], stale: [2, 2] };
+const [fewest, most] = ARGUMENTS[mode] ?? [1, 0];
+if (args.length < fewest || args.length > most || args.some((arg) => !arg)) {
+  console.error("usage: node python_snapshot.mjs imports <core wheel> <list out> [<stdlib zip>]");
+  console.error("       node python_snapshot.mjs compile <stdlib zip> <list> <zip out>");
   console.error("       node python_snapshot.mjs snapshot <core wheel> <stdlib zip> <snapshot out>");
   console.error("       node python_snapshot.mjs stale <snapshot> <stdlib zip>");
   process.exit(2);
@@ -133,10 +135,11 @@ if (!(mode in ARGUMENTS) || args.length !== ARGUMENTS[mode] || args.some((arg) =
 determinism();
 const { loadPyodide } = await import("pyodide");
 if (mode === "compile") {
-  const [stdlib, out] = args;
+  const [stdlib, list, out] = args;
+  const IMPORTED = new Set(JSON.parse(readFileSync(list, "utf8")));
   const pyodide = await loadPyodide();
   pyodide.FS.writeFile(STDLIB_IN, readFileSync(stdlib));
-  pyodide.runPython(COMPILE_STDLIB, { globals: pyodide.toPy({ STDLIB_IN, STDLIB_OUT }) });
+  pyodide.runPython(COMPILE_STDLIB, { globals: pyodide.toPy({ IMPORTED, STDLIB_IN, STDLIB_OUT }) });
   writeFileSync(out, pyodide.FS.readFile(STDLIB_OUT));
 } else if (mode === "stale") {
   const [snapshot, stdLibURL] = args;
@@ -144,7 +147,8 @@ if (mode === "compile") {
   console.log(JSON.stringify(staleFreeBytes(restored._module)));
 } else {
   const [wheelPath, ...rest] = args;
-  const pyodide = await loadPyodide(mode === "imports" ? {} : { _makeSnapshot: true, stdLibURL: rest[0] });
+  const given = mode === "imports" ? rest[1] : rest[0]; // the standard library to boot with, if given
+  const pyodide = await loadPyodide({ ...(given && { stdLibURL: given }), _makeSnapshot: mode === "snapshot" });
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
   pyodide.unpackArchive(new Uint8Array(readFileSync(wheelPath)), "wheel", { extractDir: sitePackages });
   pyodide.runPython(`import importlib; importlib.invalidate_caches(); import ${CORE_BOUNDARY}`);
