@@ -28,8 +28,9 @@ def write_plain(site_dir: Path, relative: str, data: bytes) -> Artifact:
 
 
 # A file is stored gzipped only where that saves at least this share of the bytes: a zip of deflated files
-# (Pyodide's standard library as npm ships it saved 1.7%) would cost the visitor a decompression for nothing. The query encoder saves 23%
-# (11.18 -> 8.61 MB, Huffman-only), 1 s at 20 Mbit/s against a fraction of a second of gunzip.
+# (Pyodide's standard library as npm ships it saved 1.7%) would cost the visitor a decompression for
+# nothing. The query encoder saves 23% (11.18 -> 8.61 MB, Huffman-only), 1 s at 20 Mbit/s against a
+# fraction of a second of gunzip.
 GZIP_MIN_SAVING = 0.05
 
 
