@@ -7,6 +7,7 @@ tomlkit and keep the researcher's comments and layout. The lock file is written 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -25,7 +26,9 @@ ARXIV_ID = re.compile(
 MAX_TAG = 64  # characters: a tag is a label in the corpus table and a search filter
 MAX_NOTE = 2_000  # characters: a note is a line or two on the paper's page
 
-SETTING_KEYS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
+TEXT_SETTINGS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
+NUMBER_SETTINGS = {"whole_index_mb"}
+SETTING_KEYS = TEXT_SETTINGS | NUMBER_SETTINGS
 PAPER_KEYS = {"id", "version", "tags", "note"}
 # A path on the site's own host: "/" or "/a/b/", segments of URL-safe characters, never "." or "..".
 _BASE_URL_SEGMENT = re.compile(r"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+")
@@ -89,7 +92,10 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
     if unknown:
         raise CorpusError(f"{source}: unknown [site] keys {sorted(unknown)}; allowed: {sorted(SETTING_KEYS)}")
     for key, value in site.items():
-        if not isinstance(value, str):
+        if key in NUMBER_SETTINGS:
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise CorpusError(f"{source}: [site] {key} must be a number of 0 or more, e.g. {key} = 16")
+        elif not isinstance(value, str):
             raise CorpusError(f'{source}: [site] {key} must be a string in quotes, e.g. {key} = "…"')
     settings = Settings(**site)
     check_base_url(settings.base_url, source)

@@ -67,6 +67,8 @@ class Settings:
     model: str = "all-MiniLM-L6-v2"  # a name we ship, or a path to a sentence-transformers folder
     query_prefix: str = ""
     document_prefix: str = ""
+    # Index files totalling at most this many MB are fetched whole once search is up (render.app_config).
+    whole_index_mb: float = 16.0
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,23 @@ def test_a_vector_handed_over_as_float32_bytes_gives_the_dense_ranking(site, bui
     assert search(site, list(vector), query=QUERY, k=10, mode="dense") == reply  # CPython's lists alike
 
 
+def test_the_ranged_files_named_are_those_searches_read_by_range(built_sites):
+    """The worker fetches these whole on a small list: a file left out would still cost round trips."""
+    read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
+    ranged: set[str] = set()
+    site = open_site(read, read("manifest.json").decode(), lambda *r: ranged.add(r[0]) or read_range(*r))
+    keyword_files = set(json.loads(site.ranged_files()))
+    site.load_semantic()
+    vector = OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode([QUERY])[0]
+    for query in (QUERY, '"grouped query"', "attention year:2000..2030", "attentoin"):
+        search(site, float32_bytes(vector), query=query, k=10, mode="hybrid")
+    named = set(json.loads(site.ranged_files()))
+    assert ranged and ranged <= named
+    assert keyword_files < named and not any("dense" in path for path in keyword_files)
+    artifacts = {artifact["path"] for artifact in json.loads(read("manifest.json"))["artifacts"]}
+    assert named <= artifacts and not {path + ".gz" for path in named} & artifacts
+
+
 def test_a_search_is_parsed_once_and_read_ahead_while_its_query_is_embedded(built_sites):
     """worker.js: prepare(request) while the encoder embeds, fetch the text ranges it names, search(id,
     vector)."""

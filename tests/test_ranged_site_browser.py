@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import SMALL_PAPERS
-from support.chromium import TOP_CHUNK_IDS
+from support.chromium import TOP_CHUNK_IDS, wait_for
 from support.quirky_host import QuirkyHost
 from support.served import build_from_cache, corpus_text, require_browser, serving
 
 from builder.evaluation.evaluate import top_chunk_ids
+from readingroom_core.browser import open_folder
 from readingroom_core.engine import SearchOptions
 from readingroom_core.ranges import folder_reader
 
@@ -28,7 +29,7 @@ QUERIES = ["predicted queries appended to documents", "dense passage retrieval",
 @pytest.fixture(scope="module")
 def ranged_site(built_sites, tmp_path_factory, generated_mirror) -> Path:
     require_browser()
-    corpus = corpus_text(SMALL_PAPERS, "Ranged test")
+    corpus = corpus_text(SMALL_PAPERS, "Ranged test", whole_index_mb=0)  # read by range, however small
     return build_from_cache(tmp_path_factory.mktemp("ranged"), corpus, built_sites.cache, generated_mirror)
 
 
@@ -92,6 +93,33 @@ def test_serve_answers_the_ranged_reads_and_the_browser_ranks_as_the_cli(browser
     forward_index = postings_directory(ranged_site)["forward_index"][0]
     fetched = [(range_, code) for path, range_, code in visit.responses if path.endswith(forward_index)]
     assert fetched == [(None, 200)]  # once, whole, while Python boots: the queries slice it
+    assert "index_read_whole" not in status["timeline"]  # whole_index_mb = 0: the index stays ranged
+
+
+def test_a_small_list_reads_its_index_whole_once_searches_pause(browser, built_sites):
+    """Whole files come once, unranged and checked, after start-up and after the searches asked then; a
+    question first seen after them reads no index range (only the encoder's word pieces) and ranks as
+    the CLI does."""
+    site = built_sites.first
+    index_files = json.loads(open_folder(site).ranged_files())
+    questions = ["hybrid retrieval with sparse and dense signals", "calibration of language model confidence"]
+    with serving(site) as url:
+        visit = Visit(browser, url, set(index_files))
+        try:
+            assert visit.top_ten() == top_chunk_ids(site, QUERIES, SearchOptions(k=10))  # while they come
+            wait_for(visit.page, "readingRoom.status().timeline.index_read_whole !== undefined")
+            read_whole = len(visit.responses)
+            tops = visit.page.evaluate(TOP_CHUNK_IDS, [questions, 10])
+        finally:
+            visit.context.close()
+    assert visit.errors == []
+    assert tops == top_chunk_ids(site, questions, SearchOptions(k=10))
+    unranged = [path for path, range_, _ in visit.responses[:read_whole] if range_ is None]
+    assert sorted(path for path in unranged if any(path.endswith(f) for f in index_files)) == sorted(
+        "/" + path for path in index_files
+    )
+    later = [(path, range_) for path, range_, _ in visit.responses[read_whole:]]
+    assert all(path.startswith("/model/word-pieces.") for path, _ in later), later
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,11 @@ SOURCE = "corpus/x.toml"
         ('[paper]\nid = "2005.11401"\n', "[paper] must be written [[paper]] (double brackets)"),
         ("site = 5\n", "'site' must be a table"),
         ('[site]\ntitle = ["a"]\n', "[site] title must be a string in quotes"),
+        ('[site]\nwhole_index_mb = "16"\n', "[site] whole_index_mb must be a number of 0 or more"),
+        ("[site]\nwhole_index_mb = -1\n", "[site] whole_index_mb must be a number of 0 or more"),
+        ("[site]\nwhole_index_mb = true\n", "[site] whole_index_mb must be a number of 0 or more"),
+        ("[site]\nwhole_index_mb = inf\n", "[site] whole_index_mb must be a number of 0 or more"),
+        ("[site]\nwhole_index_mb = nan\n", "[site] whole_index_mb must be a number of 0 or more"),
         ("[[paper]]\nid = 2005.11401\n", "must be a string in quotes"),
         ('[[paper]]\nid = "2005.11401"\nnote = 3\n', "note must be a string"),
     ],
@@ -70,6 +75,11 @@ def test_base_url_must_be_a_path_on_the_own_host(base_url):
 def test_ordinary_base_urls_pass(base_url):
     check_base_url(base_url)
     assert parse_corpus(f'[site]\nbase_url = "{base_url}"\n', SOURCE).settings.base_url == base_url
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("0", 0), ("2.5", 2.5), ("64", 64)])
+def test_the_whole_index_bound_takes_any_number_of_megabytes(value, parsed):
+    assert parse_corpus(f"[site]\nwhole_index_mb = {value}\n", SOURCE).settings.whole_index_mb == parsed
 
 
 @pytest.mark.parametrize("raw", ["2005.１１４０１", "２００５.11401", "2005.11401v２", "hep-th/９９01001"])

@@ -25,7 +25,11 @@ def require_browser() -> None:
 
 
 def corpus_text(
-    ids: Sequence[str], title: str, base_url: str | None = None, tags: Sequence[list[str]] | None = None
+    ids: Sequence[str],
+    title: str,
+    base_url: str | None = None,
+    tags: Sequence[list[str]] | None = None,
+    whole_index_mb: float | None = None,
 ) -> str:
     """A reading list of `ids`, tagged t0/t1 alternately unless `tags` gives each paper's tags."""
     tags = tags or [[f"t{n % 2}"] for n in range(len(ids))]
@@ -33,9 +37,11 @@ def corpus_text(
         f"[[paper]]\nid = {json.dumps(arxiv_id)}\ntags = {json.dumps(paper_tags)}\n\n"
         for arxiv_id, paper_tags in zip(ids, tags, strict=True)
     )
-    site = f"[site]\ntitle = {json.dumps(title)}\n" + (
-        f"base_url = {json.dumps(base_url)}\n" if base_url else ""
-    )
+    site = f"[site]\ntitle = {json.dumps(title)}\n"
+    if base_url:
+        site += f"base_url = {json.dumps(base_url)}\n"
+    if whole_index_mb is not None:
+        site += f"whole_index_mb = {whole_index_mb}\n"
     return f"{site}\n{entries}"
 
 

@@ -199,6 +199,11 @@ class Site:
             max_length=self.manifest.encoder["max_length"],
         )
 
+    def ranged_files(self) -> str:
+        """The site paths of the index files read by range (JSON), for the worker to fetch whole where the
+        list is small."""
+        return json.dumps(self.engine.ranged_files())
+
     def encode_ids(self, query: str) -> list[int]:
         """Token ids of the query text the model should see: field filters such as year:2021 removed."""
         if self.tokenizer is None:

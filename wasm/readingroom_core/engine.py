@@ -234,6 +234,17 @@ class SearchEngine:
             self._paper_view.load()
         return self._vectors
 
+    def ranged_files(self) -> list[str]:
+        """The index files a query reads ranges of: the keyword index's and the texts', and the dense
+        index's once loaded (the browser fetches them whole where they are small; the encoder's word-piece
+        table is the encoder's, not the list's)."""
+        terms = self._bm25.directory
+        files = [terms.terms, terms.pages, terms.forward, terms.forward_index[0], self.texts.path]
+        if self._vectors is not None:
+            dense = self._vectors.directory
+            files += [dense.lists_file, dense.rows_file, dense.list_of_file]
+        return [path for path in files if path]
+
     def chunk(self, doc_id: int) -> TextChunk:
         """The chunk's text and span (its paper's head, then its group of chunks, each read once while kept)."""
         return self.texts.chunk(doc_id)

@@ -20,6 +20,7 @@
  * @property {{mjs: string, wasm: string}} ort_wasm
  * @property {string[]} gzipped runtime URLs stored only as `<url>.gz`
  * @property {{[arxivId: string]: number}} cited how many papers of the list cite each (builder/citation_graph.py)
+ * @property {number} whole_index_bytes index files read by range that total at most this are fetched whole
  */
 
 /** @typedef {{year_min: number | null, year_max: number | null, categories: string[], tags: string[]}} Filters */
@@ -148,7 +149,8 @@
  * @typedef {{type: "semantic_failed", error: string}} SemanticFailedMessage semantic search is off for good; keyword search goes on
  * @typedef {{type: "failed", stage: string, error: string}} FailedMessage search could not start
  * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply} | {type: "result", id: number, error: string}} ResultMessage
- * @typedef {SearchProgressMessage | KeywordReadyMessage | SemanticReadyMessage | SemanticFailedMessage | FailedMessage | ResultMessage} FromSearchWorker
+ * @typedef {{type: "timeline", timeline: Timeline}} TimelineMessage steps after start-up (a small list's index read whole)
+ * @typedef {SearchProgressMessage | KeywordReadyMessage | SemanticReadyMessage | SemanticFailedMessage | FailedMessage | ResultMessage | TimelineMessage} FromSearchWorker
  */
 
 // --- encoder worker <-> page and search worker ------------------------------------------------------------
@@ -189,6 +191,7 @@
  *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
  * @property {(searchId: number) => void} discard
  * @property {() => void} load_semantic
+ * @property {() => string} ranged_files JSON [path, ...]: the index files read by range
  * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
  * @property {(idsJson: string) => PyProxy} word_piece_rows Python bytes: the ids' int8 codes, then their float32 scales
  * @property {(requestJson: string) => string} ask_retrieval_query

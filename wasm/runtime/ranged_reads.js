@@ -84,6 +84,7 @@ export class RangedReads {
    * @param {string} path @param {Uint8Array} bytes */
   keepWhole(path, bytes) {
     this.wholeFiles.set(path, bytes);
+    for (const key of this.fetchedRanges.keys()) if (key.startsWith(`${path} `)) this.fetchedRanges.delete(key);
   }
 
   /** @param {string} path @param {number} start @param {number} end */

@@ -163,6 +163,8 @@ export class SearchClient {
       this.pending.clear();
     } else if (data.type === "result") {
       this.settle(data);
+    } else if (data.type === "timeline") {
+      this.setTimeline(data.timeline);
     }
     for (const listener of this.listeners) listener(data);
   }
