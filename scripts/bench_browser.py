@@ -18,7 +18,8 @@ all once more (their vectors come from the worker's cache, as for "More results"
 `ask_to_sources_shown_warm` times Ask mode (no key) from submitting a question to its source cards.
 `parity_with_cli` compares the browser's top 10 for each question with the CLI's (`python -m builder
 query`: the same core and ONNX encoder under CPython); `startup_steps_ms` says when the worker
-finished each start-up step, and `python_start` whether Python was restored from the build's snapshot
+finished each start-up step (a small list's index, fetched whole once searches pause, last:
+`bytes_with_index_read_whole` counts it), and `python_start` whether Python was restored from the build's snapshot
 ("snapshot") or booted ("boot").
 """
 
@@ -122,16 +123,28 @@ def load(page, url: str) -> dict:
     keyword_ms = page.evaluate("window.firstHitMs")
     semantic = page.evaluate(SEMANTIC_TIMING, FIRST_QUERY)
     page.wait_for_load_state("networkidle")
-    return {
+    result = {
         "first_keyword_result_s": round(keyword_ms / 1000, 2),
         "semantic_ready_s": round(semantic["ready_ms"] / 1000, 2),
         "first_semantic_result_s": round(semantic["first_result_ms"] / 1000, 2),
         "python_start": page.evaluate("window.readingRoom.status().python_start"),
-        "startup_steps_ms": page.evaluate("window.readingRoom.status().timeline"),
         "bytes_by_kind": dict(sorted(transfers.by_kind.items())),
         "bytes_total": sum(transfers.by_kind.values()),
         "foreign_requests": transfers.foreign,
     }
+    if index_read_whole(page):
+        result["bytes_with_index_read_whole"] = sum(transfers.by_kind.values())
+    result["startup_steps_ms"] = page.evaluate("window.readingRoom.status().timeline")
+    return result
+
+
+def index_read_whole(page) -> bool:
+    """Waits for a small list's index files, which the worker fetches whole once searches pause
+    (worker.js readIndexWhole); False for a list read by range."""
+    if not page.evaluate("window.readingRoom.status().timeline.index_whole_wanted !== undefined"):
+        return False
+    wait_for(page, "window.readingRoom.status().timeline.index_read_whole !== undefined")
+    return True
 
 
 # Ask mode without a key: from submitting a question to its source cards on screen (evidence from the
@@ -231,6 +244,7 @@ def run(site: Path, questions: list[str], startup_only: bool = False) -> dict:
             )
             page.goto(f"{url}?ask=")
             page.evaluate("window.readingRoom.semanticReady")
+            index_read_whole(page)
             page.evaluate(ASK_SOURCES, questions[:3])  # warm-up
             result["ask_to_sources_shown_warm"] = percentiles(page.evaluate(ASK_SOURCES, questions))
             context.close()
