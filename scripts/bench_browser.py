@@ -133,6 +133,7 @@ def load(page, url: str) -> dict:
         "foreign_requests": transfers.foreign,
     }
     if index_read_whole(page):
+        page.wait_for_timeout(500)  # lets the last responses' finished events arrive
         result["bytes_with_index_read_whole"] = sum(transfers.by_kind.values())
     result["startup_steps_ms"] = page.evaluate("window.readingRoom.status().timeline")
     return result
