@@ -96,15 +96,54 @@ def test_serve_answers_the_ranged_reads_and_the_browser_ranks_as_the_cli(browser
     assert "index_read_whole" not in status["timeline"]  # whole_index_mb = 0: the index stays ranged
 
 
+def index_files(site: Path) -> list[str]:
+    """Site.ranged_files once semantic search is up, in its order."""
+    opened = open_folder(site)
+    opened.load_semantic()
+    return json.loads(opened.ranged_files())
+
+
+def files_to_read_whole(site: Path) -> list[str]:
+    """The index files, less the forward index that start-up fetches whole."""
+    return [path for path in index_files(site) if path != postings_directory(site)["forward_index"][0]]
+
+
+@pytest.fixture(scope="module")
+def partial_site(built_sites, tmp_path_factory, generated_mirror, ranged_site) -> Path:
+    """The ranged site's papers with room for its first two files to read whole and half the third: the
+    same papers build the same index files, so their sizes are known before the build."""
+    sizes = [(ranged_site / path).stat().st_size for path in files_to_read_whole(ranged_site)]
+    budget_mb = (sum(sizes[:2]) + sizes[2] / 2) / (1 << 20)
+    corpus = corpus_text(SMALL_PAPERS, "Partly whole", whole_index_mb=budget_mb)
+    return build_from_cache(tmp_path_factory.mktemp("partial"), corpus, built_sites.cache, generated_mirror)
+
+
+def test_a_larger_list_reads_whole_the_files_that_fit_in_their_order(browser, partial_site):
+    files = files_to_read_whole(partial_site)
+    with serving(partial_site) as url:
+        visit = Visit(browser, url, set(files))
+        try:
+            wait_for(visit.page, "readingRoom.status().timeline.index_read_whole !== undefined")
+            read_whole = len(visit.responses)
+            assert visit.top_ten() == top_chunk_ids(partial_site, QUERIES, SearchOptions(k=10))
+        finally:
+            visit.context.close()
+    assert visit.errors == []
+    whole = [path.lstrip("/") for path, range_, _ in visit.responses[:read_whole] if range_ is None]
+    assert [path for path in whole if path in files] == files[:2]
+    ranged_later = {path.lstrip("/") for path, range_, _ in visit.responses[read_whole:] if range_}
+    assert ranged_later & set(files[2:]) and not ranged_later & set(files[:2])
+
+
 def test_a_small_list_reads_its_index_whole_once_searches_pause(browser, built_sites):
     """Whole files come once, unranged and checked, after start-up and after the searches asked then; a
     question first seen after them reads no index range (only the encoder's word pieces) and ranks as
     the CLI does."""
     site = built_sites.first
-    index_files = json.loads(open_folder(site).ranged_files())
+    files = index_files(site)
     questions = ["hybrid retrieval with sparse and dense signals", "calibration of language model confidence"]
     with serving(site) as url:
-        visit = Visit(browser, url, set(index_files))
+        visit = Visit(browser, url, set(files))
         try:
             assert visit.top_ten() == top_chunk_ids(site, QUERIES, SearchOptions(k=10))  # while they come
             wait_for(visit.page, "readingRoom.status().timeline.index_read_whole !== undefined")
@@ -115,9 +154,7 @@ def test_a_small_list_reads_its_index_whole_once_searches_pause(browser, built_s
     assert visit.errors == []
     assert tops == top_chunk_ids(site, questions, SearchOptions(k=10))
     unranged = [path for path, range_, _ in visit.responses[:read_whole] if range_ is None]
-    assert sorted(path for path in unranged if any(path.endswith(f) for f in index_files)) == sorted(
-        "/" + path for path in index_files
-    )
+    assert sorted(path for path in unranged if path.lstrip("/") in files) == sorted("/" + p for p in files)
     later = [(path, range_) for path, range_, _ in visit.responses[read_whole:]]
     assert all(path.startswith("/model/word-pieces.") for path, _ in later), later
 

@@ -49,8 +49,9 @@ const keyword = Promise.withResolvers();
 let keywordUp = false;
 /** @type {Promise<unknown>[]} the searches asked before keyword search was up, until they are answered */
 const earlySearches = [];
-/** @type {string[] | null} a small list's index files, to fetch whole once searches pause; null: not chosen yet */
+/** @type {string[] | null} the index files to fetch whole once searches pause; null: not chosen yet */
 let wholeIndex = null;
+const wholeAtStart = new Set(); // the index files start-up fetches whole
 let requestsUnderWay = 0;
 let lastRequestEnded = 0; // performance.now()
 
@@ -156,6 +157,7 @@ async function start() {
   const forwardIndex = pythonFetched
     .then(async (files) => {
       const path = files.forward_index;
+      wholeAtStart.add(path);
       if (path) reads.keepWhole(path, await checksums.fetch(config.base, path, counter("data")));
     })
     .catch((error) => console.warn("The forward index will be read by range:", error));
@@ -361,15 +363,20 @@ async function quiet() {
   }
 }
 
-// A small list's index (the files queries read by range), fetched whole, one file at a time and only
-// while no search runs: later queries then wait on no round trips. 112 papers (10.3 MB of such files),
-// the dev questions first seen, loopback: a hybrid query 261 -> 87 ms (p50), Ask's sources 294 -> 121 ms;
-// a larger list stays ranged (`whole_index_mb` in the corpus file; 16 MB holds lists of about 150
-// papers). The encoder's word-piece table (11.8 MB, whatever the list) stays ranged: 13 ms a query more.
+// The index files queries read by range, fetched whole in the order `Site.ranged_files` gives, as many
+// as fit the corpus file's `whole_index_mb` (16 MB by default), one file at a time and only while no
+// search runs: a query then waits on no round trip for them. The dev questions, first seen, p50,
+// loopback / 20 Mbit/s:
+// - 112 papers, all 10.3 MB: a hybrid query 245-259 -> 93-100 ms / 623 -> 170 ms;
+// - 1,000 papers, the forward file and the dense lists (7.5 MB of 81): 360-367 -> 246-276 ms /
+//   931-944 -> 651 ms.
+// The encoder's word-piece table (11.8 MB, whatever the list) stays ranged: 13 ms a query more.
 // Chosen as semantic search comes up (its files are then known), so the start-up timeline says so.
 function chooseWholeIndex() {
-  const paths = JSON.parse(site.ranged_files()).filter((path) => !reads.wholeFiles.has(path));
-  wholeIndex = paths.length && checksums.wireBytes(paths) <= config.whole_index_bytes ? paths : [];
+  const files = JSON.parse(site.ranged_files()).filter((path) => !wholeAtStart.has(path));
+  let total = 0;
+  const fit = files.findIndex((path) => (total += checksums.wireBytes([path])) > config.whole_index_bytes);
+  wholeIndex = fit === -1 ? files : files.slice(0, fit);
   if (wholeIndex.length) mark("index_whole_wanted");
 }
 
@@ -380,8 +387,7 @@ async function readIndexWhole() {
     post({ type: "timeline", timeline: { ...timeline } });
   }
   if (!wholeIndex?.length) return;
-  const smallestFirst = wholeIndex.toSorted((a, b) => checksums.wireBytes([a]) - checksums.wireBytes([b]));
-  for (const path of smallestFirst) {
+  for (const path of wholeIndex) {
     await quiet();
     try {
       reads.keepWhole(path, await checksums.fetch(config.base, path, () => {}));
