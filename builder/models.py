@@ -67,7 +67,7 @@ class Settings:
     model: str = "all-MiniLM-L6-v2"  # a name we ship, or a path to a sentence-transformers folder
     query_prefix: str = ""
     document_prefix: str = ""
-    # Index files totalling at most this many MB are fetched whole once search is up (render.app_config).
+    # How many MB of the index files read by range a visitor's browser fetches whole (render.app_config).
     whole_index_mb: float = 16.0
 
 

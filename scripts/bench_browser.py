@@ -18,7 +18,7 @@ all once more (their vectors come from the worker's cache, as for "More results"
 `ask_to_sources_shown_warm` times Ask mode (no key) from submitting a question to its source cards.
 `parity_with_cli` compares the browser's top 10 for each question with the CLI's (`python -m builder
 query`: the same core and ONNX encoder under CPython); `startup_steps_ms` says when the worker
-finished each start-up step (a small list's index, fetched whole once searches pause, last:
+finished each start-up step (the index files fetched whole once searches pause, last:
 `bytes_with_index_read_whole` counts it), and `python_start` whether Python was restored from the build's snapshot
 ("snapshot") or booted ("boot").
 """
@@ -140,8 +140,8 @@ def load(page, url: str) -> dict:
 
 
 def index_read_whole(page) -> bool:
-    """Waits for a small list's index files, which the worker fetches whole once searches pause
-    (worker.js readIndexWhole); False for a list read by range."""
+    """Waits for the index files the worker fetches whole once searches pause (worker.js
+    readIndexWhole); False where none fit."""
     if not page.evaluate("window.readingRoom.status().timeline.index_whole_wanted !== undefined"):
         return False
     wait_for(page, "window.readingRoom.status().timeline.index_read_whole !== undefined")

@@ -181,7 +181,7 @@ class SitePages:
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
             # Runtime files the worker fetches as `<url>.gz` and decompresses (store.stored_gzipped).
             "cited": self.cited,  # how many papers of the list cite each: results sort by it
-            "whole_index_bytes": self.whole_index_bytes,  # index files this small are fetched whole
+            "whole_index_bytes": self.whole_index_bytes,  # of the index files, fetched whole
             "gzipped": [
                 base + a.path.removesuffix(GZIP_SUFFIX)
                 for a in sorted(self.runtime_artifacts, key=lambda a: a.path)

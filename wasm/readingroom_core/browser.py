@@ -200,8 +200,8 @@ class Site:
         )
 
     def ranged_files(self) -> str:
-        """The site paths of the index files read by range (JSON), for the worker to fetch whole where the
-        list is small."""
+        """The site paths of the index files read by range (JSON), in the order the worker fetches them
+        whole, as many as fit the site's bound."""
         return json.dumps(self.engine.ranged_files())
 
     def encode_ids(self, query: str) -> list[int]:

@@ -20,7 +20,7 @@
  * @property {{mjs: string, wasm: string}} ort_wasm
  * @property {string[]} gzipped runtime URLs stored only as `<url>.gz`
  * @property {{[arxivId: string]: number}} cited how many papers of the list cite each (builder/citation_graph.py)
- * @property {number} whole_index_bytes index files read by range that total at most this are fetched whole
+ * @property {number} whole_index_bytes how much of the index files read by range the worker fetches whole
  */
 
 /** @typedef {{year_min: number | null, year_max: number | null, categories: string[], tags: string[]}} Filters */
@@ -149,7 +149,7 @@
  * @typedef {{type: "semantic_failed", error: string}} SemanticFailedMessage semantic search is off for good; keyword search goes on
  * @typedef {{type: "failed", stage: string, error: string}} FailedMessage search could not start
  * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply} | {type: "result", id: number, error: string}} ResultMessage
- * @typedef {{type: "timeline", timeline: Timeline}} TimelineMessage steps after start-up (a small list's index read whole)
+ * @typedef {{type: "timeline", timeline: Timeline}} TimelineMessage steps after start-up (index files read whole)
  * @typedef {SearchProgressMessage | KeywordReadyMessage | SemanticReadyMessage | SemanticFailedMessage | FailedMessage | ResultMessage | TimelineMessage} FromSearchWorker
  */
 

@@ -157,8 +157,9 @@ async function start() {
   const forwardIndex = pythonFetched
     .then(async (files) => {
       const path = files.forward_index;
+      if (!path) return;
       wholeAtStart.add(path);
-      if (path) reads.keepWhole(path, await checksums.fetch(config.base, path, counter("data")));
+      reads.keepWhole(path, await checksums.fetch(config.base, path, counter("data")));
     })
     .catch((error) => console.warn("The forward index will be read by range:", error));
   const snapshotUrl = new URL(config.python_snapshot, self.location.href).href;
