@@ -116,7 +116,7 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
         type=_positive(int),
         metavar="N",
         help="embedding actors on the Ray cluster, each loading the model once (default: one per GPU, "
-        "else one per node)",
+        "else one single-threaded actor per CPU)",
     )
 
 

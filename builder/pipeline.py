@@ -48,7 +48,7 @@ class BuildOptions:
     refresh: bool = False  # ask arXiv for the latest version of papers the corpus file does not pin
     parse_limits: ParseLimits = DEFAULT_LIMITS  # time and memory for one paper's parsing
     ray: str | None = None  # parse and embed on Ray: "" = RAY_ADDRESS or a local instance, else its address
-    ray_workers: int | None = None  # embedding actors (default: one per GPU, else one per node)
+    ray_workers: int | None = None  # embedding actors (default: one per GPU, else one per CPU)
     embed_device: str = "auto"  # embed.DEVICES: the GPU engine where there is a GPU, unless "cpu"
 
 

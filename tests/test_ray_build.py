@@ -208,7 +208,9 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, generated_mirror):
     ("resources", "nodes", "workers", "expected"),
     [
         ({"CPU": 2.0}, 1, 2, Plan(2, 0.667, 0.0, 1)),  # the hang: two actors on two CPUs
-        ({"CPU": 2.0}, 1, None, Plan(1, 1.0, 0.0, 2)),
+        ({"CPU": 2.0}, 1, None, Plan(2, 0.667, 0.0, 1)),  # without GPUs: one 1-thread actor a CPU
+        ({"CPU": 2.0}, 1, 1, Plan(1, 1.0, 0.0, 2)),
+        ({"CPU": 8.0}, 2, None, Plan(8, 0.889, 0.0, 1)),  # two nodes of four CPUs
         ({"CPU": 16.0, "GPU": 1.0}, 1, None, Plan(1, 1.0, 1.0, 16)),  # the GPU machine
         ({"CPU": 64.0, "GPU": 4.0}, 2, None, Plan(4, 1.0, 1.0, 16)),  # two nodes of two GPUs
     ],
