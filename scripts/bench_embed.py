@@ -8,8 +8,8 @@ setting embeds the same texts once per round, settings interleaved, because the 
 the ratios to the builder's setting within a round (median over rounds), wall and CPU time. Settings:
 
 - builds: the builder's DocumentEncoder (fused fp32 ONNX export, texts sorted by token length in
-  batches of DOCUMENT_BATCH, as many batches at once as there are cores, one thread each);
-- the same graph at other batch sizes, with one thread, and one batch at a time on every core's thread;
+  batches of DOCUMENT_BATCH, one intra-op thread per core);
+- the same graph at other batch sizes, and with one thread;
 - int8: onnxruntime's dynamic quantisation of that graph (int8 weights per output channel, activations
   uint8 per tensor, computed with integer kernels): every matrix, or one group of them (the attention
   output, the fused attention's query/key/value projection, the feed-forward input: the largest);
@@ -100,17 +100,14 @@ def settings(corpus: config.Corpus, cache: Path, scratch: Path) -> dict[str, Emb
     identity = embed.identify(chosen.model, model_dir, chosen.query_prefix, chosen.document_prefix)
     fp32 = document_encoder_path(cache, identity)
 
-    def onnx(
-        path: Path, batch: int = embed.DOCUMENT_BATCH, threads: int | None = None, concurrent: bool = True
-    ) -> Embedder:
-        encoder = embed.DocumentEncoder(model_dir, identity, path, threads, batch, concurrent)
+    def onnx(path: Path, batch: int = embed.DOCUMENT_BATCH, threads: int | None = None) -> Embedder:
+        encoder = embed.DocumentEncoder(model_dir, identity, path, threads=threads, batch=batch)
         encoder.encode(["start"])
         return encoder.encode
 
     found = {BUILDS: onnx(fp32)}
     found.update({f"fp32 batch {size}": onnx(fp32, batch=size) for size in (1, 2, 8, 16)})
     found["fp32 1 thread"] = onnx(fp32, threads=1)
-    found["fp32 one batch on every thread"] = onnx(fp32, concurrent=False)
     found["int8 every matrix"] = onnx(int8_graph(fp32, scratch / "int8-all.onnx", None))
     for name, part in (
         ("attention output", "attention/output/dense"),
@@ -183,8 +180,7 @@ def main() -> int:
         result = {
             "chunks": len(texts),
             "rounds": args.rounds,
-            "builds_setting": f"{embed.DOCUMENT_ENGINE}, batch {embed.DOCUMENT_BATCH}, "
-            f"{os.cpu_count()} batches at once of 1 thread",
+            "builds_setting": f"{embed.DOCUMENT_ENGINE}, batch {embed.DOCUMENT_BATCH}, threads {os.cpu_count()}",
             "settings": measure(methods, texts, args.rounds),
         }
     print(json.dumps(result, indent=1))

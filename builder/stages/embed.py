@@ -28,7 +28,6 @@ import shutil
 import time
 import zipfile
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -239,10 +238,6 @@ class DocumentEncoder:
     Started on the first `encode`: the export (kept at `onnx_path`, once per model), the session, and the
     sanity check of relevant/irrelevant pairs. Texts are stripped and cut to the model's length as
     sentence-transformers does.
-
-    `threads` batches run at once, one thread each (`concurrent`), rather than one batch on `threads`
-    threads: on 2 cores 34.5 chunks/s against 32.5, the same bits (scripts/bench_embed.py), since one
-    batch's threads wait on each other at every operator and whenever another process takes a core.
     """
 
     def __init__(
@@ -252,14 +247,12 @@ class DocumentEncoder:
         onnx_path: Path,
         threads: int | None = None,
         batch: int = DOCUMENT_BATCH,
-        concurrent: bool = True,
     ):
         self.model_dir = Path(model_dir)
         self.identity = identity
         self.onnx_path = Path(onnx_path)
         self.threads = threads or os.cpu_count() or 1
         self.batch = batch  # padding changes a vector's last digits: builds keep DOCUMENT_BATCH
-        self.concurrent = concurrent
         self._running: _Running | None = None
 
     def _start(self) -> _Running:
@@ -275,7 +268,7 @@ class DocumentEncoder:
             )
         tokenizer = start_tokenizer(self.model_dir, self.identity.max_tokens)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1 if self.concurrent else self.threads
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         # Threads that wait instead of spinning: on a shared machine spinning steals the other core.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -290,15 +283,9 @@ class DocumentEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         running = self._running if self._running is not None else self._start()
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)
-
-        def run(batch: tuple[list[int], np.ndarray, np.ndarray]) -> tuple[list[int], np.ndarray]:
-            rows, ids, mask = batch
-            return rows, running.session.run([running.output], {"input_ids": ids, "attention_mask": mask})[0]
-
-        at_once = self.threads if self.concurrent else 1
-        with ThreadPoolExecutor(at_once, thread_name_prefix="embed") as pool:  # `run` lets go of the GIL
-            for rows, found in pool.map(run, length_batches(running.tokenizer, texts, self.batch)):
-                vectors[rows] = found
+        for rows, ids, mask in length_batches(running.tokenizer, texts, self.batch):
+            inputs = {"input_ids": ids, "attention_mask": mask}
+            vectors[rows] = running.session.run([running.output], inputs)[0]
         return vectors
 
 
