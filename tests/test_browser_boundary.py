@@ -330,6 +330,85 @@ def test_a_step_run_again_after_a_fetch_finds_what_the_run_before_computed(built
     assert hits == plain.engine.search(QUERY, vector, options)
 
 
+def test_the_dense_side_read_while_the_keyword_side_reads_leaves_search_none_of_its_reads(built_sites):
+    """worker.js runs Site.dense_ahead as soon as the vector is in, its fetch rounds taking turns with
+    prepare's; search then finds the dense ranking and the papers' similarities computed and reads only
+    texts, and answers as a search without it does."""
+    read, read_range = folder_reader(built_sites.second), folder_range_reader(built_sites.second)
+    manifest = read("manifest.json").decode("utf-8")
+    fetched: set[tuple] = set()
+
+    def announce(batch_json: str) -> None:
+        missing = [tuple(entry) for entry in json.loads(batch_json) if tuple(entry) not in fetched]
+        fetched.update(missing)
+        if missing:
+            raise StepStopped(missing)
+
+    site, plain = open_site(read, manifest, read_range, announce), open_site(read, manifest, read_range)
+    site.load_semantic()  # read whole, as the worker does before any query
+    plain.load_semantic()
+    dense = site.engine.load_vectors()
+    computed: Counter[str] = Counter()
+
+    def count_calls(name, owner, method):
+        compute = getattr(owner, method)
+
+        def counted(*args, **kwargs):
+            computed[name] += 1
+            return compute(*args, **kwargs)
+
+        setattr(owner, method, counted)
+
+    count_calls("dense scan", dense, "_scan")
+    count_calls("paper view", site.engine._paper_view, "_similarities")
+    vector = float32_bytes(OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode([QUERY])[0])
+    request = json.dumps({"query": QUERY, "k": 10, "mode": "hybrid"})
+
+    def attempts(step):
+        """A step as the worker runs it: again after each batch it announced comes in."""
+        while True:
+            try:
+                yield ("done", step())
+                return
+            except StepStopped:
+                yield ("stopped", None)
+
+    steps = {
+        "prepare": attempts(lambda: site.prepare(request)),
+        "ahead": attempts(lambda: site.dense_ahead(request, vector)),
+    }
+    settled: dict[str, object] = {}
+    while steps:  # one attempt each in turn, as their fetches come in
+        for name, step in list(steps.items()):
+            state, value = next(step)
+            if state == "done":
+                settled[name] = value
+                del steps[name]
+    dense_files = {dense.directory.lists_file, dense.directory.rows_file}
+    read_ahead = {path for path, _, _ in fetched} & dense_files
+    assert read_ahead == dense_files
+    fetched_before_search = set(fetched)
+    prepared = json.loads(settled["prepare"])
+    reply = next(
+        value for state, value in attempts(lambda: site.search(prepared["search"], vector)) if state == "done"
+    )
+    site.discard(prepared["search"])
+    assert {path for path, _, _ in fetched - fetched_before_search} <= {site.manifest.files.texts}
+    assert computed == {"dense scan": 1, "paper view": 1}
+    assert json.loads(reply) == search(plain, vector, query=QUERY, k=10, mode="hybrid")
+    # What has no dense side to read ahead reads nothing, and a request prepare rejects is prepare's to answer.
+    fetched.clear()
+    for nothing_ahead in (
+        {"query": '"grouped query" attention', "k": 10, "mode": "hybrid"},  # the phrase check comes first
+        {"query": "renormalization group", "k": 10, "mode": "bm25"},
+        {"query": "year:abc attention", "k": 5},
+        {"query": "year:2020", "k": 5, "mode": "hybrid"},  # filters alone: no ranking at all
+    ):
+        assert site.dense_ahead(json.dumps(nothing_ahead), vector) is None
+    site.dense_ahead(json.dumps({"query": "renormalization group", "k": 10, "mode": "hybrid"}), None)
+    assert fetched == set()
+
+
 def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):
     """The browser gives a step 32 fetch rounds (ranged_reads.js RANGE_ROUNDS), one per batch the core
     announces. A phrase's words are read in one batch and the texts it checks in batches that double: read

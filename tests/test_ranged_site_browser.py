@@ -208,3 +208,30 @@ def test_ranges_of_one_file_travel_in_parallel(browser, ranged_site):
         and first.received < second.received < first.answered
     ]
     assert together, "no two ranges of one file were ever in flight at once"
+
+
+def test_the_dense_side_reads_while_the_keyword_side_still_reads(browser, ranged_site):
+    """Once the query's vector is in, its coarse lists are asked for while the keyword side's postings are
+    still on their way (worker.js: Site.dense_ahead), not a round trip after the last of them: on a
+    distant host the dense side's rounds overlap the keyword side's."""
+    manifest = json.loads((ranged_site / "manifest.json").read_text())
+    dense = json.loads(folder_reader(ranged_site)(manifest["files"]["dense"]).decode("utf-8"))
+    pages = postings_directory(ranged_site)["pages"]
+    with QuirkyHost(ranged_site, round_trip_s=0.5) as host:
+        visit = Visit(browser, host.url, ranged_files(ranged_site))
+        try:
+            started = len(host.requests)
+            hits = visit.page.evaluate(
+                "q => window.readingRoom.search(q, {k: 10, mode: 'hybrid'})", QUERIES[0]
+            )
+        finally:
+            visit.context.close()
+        asked = [request for request in host.requests[started:] if request.status == 206]
+    assert [hit["chunk_id"] for hit in hits] == top_chunk_ids(ranged_site, QUERIES[:1], SearchOptions(k=10))[
+        0
+    ]
+    lists = [request for request in asked if request.path.endswith(dense["lists_file"])]
+    postings = [request for request in asked if request.path.endswith(pages)]
+    assert lists and postings
+    assert min(r.received for r in lists) < max(r.answered for r in postings)
+    assert len({(r.path, r.range) for r in asked}) == len(asked)  # and nothing is read twice

@@ -3,7 +3,7 @@
 `open_site` turns a reader (site path -> bytes) into a `Site`; `hit_json` is the one JSON shape of a
 search result, which the browser draws and `python -m builder query --json` prints. The worker
 (`wasm/runtime/worker.js`, its messages typed in `wasm/runtime/protocol.js`) calls `Site.prepare`,
-`Site.search`, `Site.discard`, `Site.load_semantic`, `Site.encode_ids` and
+`Site.dense_ahead`, `Site.search`, `Site.discard`, `Site.load_semantic`, `Site.encode_ids` and
 `Site.word_piece_rows`; it hands `open_site` a synchronous range reader (a Range request, or a slice of a
 whole file where the host ignores Range). Requests and replies cross as JSON text, vectors, word-piece
 rows and dot products as typed arrays (their bytes), so JavaScript never sees a Python object or a Python
@@ -29,7 +29,7 @@ from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
 from readingroom_core.library import CorpusLibrary
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
-from readingroom_core.ranges import RangeRead, folder_range_reader, folder_reader
+from readingroom_core.ranges import DamagedData, RangeRead, folder_range_reader, folder_reader
 from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
 from readingroom_core.sitedata import gunzipped as unpacked
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -243,6 +243,18 @@ class Site:
             for block in self.engine.read_ahead(prepared, READ_AHEAD_CHUNKS)
         ]
         return json.dumps({"search": search_id, "read_ahead": read_ahead})
+
+    def dense_ahead(self, request_json: str, vector: Any) -> None:
+        """The dense side of a search request ({query, k, mode, filters}), run by the worker as soon as the
+        encoder answers, while `prepare` may still be fetching the keyword side: the lists and rows the
+        query needs travel beside its postings rather than after them, and `search` finds them kept. A
+        request the engine rejects is `prepare`'s to answer, and a failure to read the dense side is
+        `search`'s (which falls back to keyword results), so neither is raised here."""
+        request = json.loads(request_json)
+        try:
+            self.engine.dense_ahead(request["query"], request_options(request), query_vector(vector))
+        except (QuerySyntaxError, ValueError, DamagedData):
+            pass
 
     def search(self, search_id: int, vector: Any = None) -> str:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).

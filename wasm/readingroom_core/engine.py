@@ -261,11 +261,7 @@ class SearchEngine:
     def prepare(self, query: str, options: SearchOptions) -> Prepared:
         """Everything a search does before it needs the query vector (parsing, filters, the keyword
         ranking), so that the browser can run it while the encoder's worker embeds the query."""
-        check_options(options)
-        parsed, query_filters = parse_search(query, self._filter.tags)
-        filters = merge_filters(options.filters, query_filters)
-        limit = max(options.candidates, options.k)
-        allowed = self._filter.allowed(filters)
+        parsed, allowed, limit = self._scope(query, options)
         if not parsed.terms and not parsed.phrases and allowed is not None:
             return Prepared(options, parsed, allowed, limit, browse=self._browse(allowed, options.k))
         named = self._finder.find(embedding_text(query))
@@ -288,6 +284,27 @@ class SearchEngine:
                 _share(options.postings_prefix, allowed, self.n_chunks),
             )
         return Prepared(options, parsed, allowed, limit, bm25=bm25, named=opening)
+
+    def dense_ahead(self, query: str, options: SearchOptions, query_vector: Sequence[float] | None) -> None:
+        """The dense side of `finish`, run as soon as the query vector is in: in the browser its lists and
+        rows are then fetched while `prepare` still fetches the keyword side's blocks, and `finish` finds
+        its ranking kept (`DenseLists.search` keeps the last). A phrase query's dense side waits for the
+        phrase check, which decides the chunks it may rank; a query of filters alone has none."""
+        parsed, allowed, limit = self._scope(query, options)
+        if query_vector is None or options.mode == "bm25" or parsed.phrases:
+            return
+        if not parsed.terms and allowed is not None:
+            return
+        self._dense_ranking(query_vector, limit, options, allowed, widen=True)
+        if options.mode == "hybrid" and options.fusion == "weighted":
+            self._paper_view.similarities(query_vector)
+
+    def _scope(self, query: str, options: SearchOptions) -> tuple[Query, Allowed | None, int]:
+        """The parsed query, the chunks its filters and the options' allow, and how many to rank."""
+        check_options(options)
+        parsed, query_filters = parse_search(query, self._filter.tags)
+        allowed = self._filter.allowed(merge_filters(options.filters, query_filters))
+        return parsed, allowed, max(options.candidates, options.k)
 
     def read_ahead(self, prepared: Prepared, most: int) -> list[Block]:
         """What reading the texts of the `most` chunks the search will likeliest show would fetch next

@@ -189,6 +189,8 @@
  * @property {(requestJson: string) => string} prepare JSON of a Prepared
  * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a reply or {error}; no
  *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
+ * @property {(requestJson: string, vector?: Float32Array) => void} dense_ahead the request's dense side, read
+ *   while prepare's keyword side still reads
  * @property {(searchId: number) => void} discard
  * @property {() => void} load_semantic
  * @property {() => string} ranged_files JSON [path, ...]: the index files read by range

@@ -268,19 +268,30 @@ async function search({ query, k, mode, filters }) {
     return { error: semanticError ? SEMANTIC_UNAVAILABLE : "Semantic search is still loading; use keyword or hybrid mode." };
   }
   const started = performance.now();
+  const request = JSON.stringify({ query, k, mode, filters });
   const embedding = semanticReady && mode !== "bm25" ? embed(query) : null; // the encoder starts first
   embedding?.catch(() => {}); // awaited below, unless the query is refused
-  const prepared = JSON.parse(await reads.run(() => site.prepare(JSON.stringify({ query, k, mode, filters }))));
+  // The dense side's reads start once the vector is in, beside the keyword side's rounds rather than
+  // after them; what fails there, search reports when it reads the same again.
+  const denseAhead = embedding
+    ?.then(({ vector }) => vector && reads.run(() => site.dense_ahead(request, vector)))
+    .catch(() => {});
+  const prepared = JSON.parse(await reads.run(() => site.prepare(request)));
   if ("error" in prepared) return prepared;
   try {
-    return await finish(prepared, embedding, started);
+    return await finish(prepared, embedding, denseAhead, started);
   } finally {
     site.discard(prepared.search);
   }
 }
 
-/** @param {{search: number, read_ahead: [string, number, number][]}} prepared */
-async function finish(prepared, embedding, started) {
+/**
+ * @param {{search: number, read_ahead: [string, number, number][]}} prepared
+ * @param {Promise<{vector?: Float32Array, cached: boolean}> | null} embedding
+ * @param {Promise<unknown> | undefined} denseAhead
+ * @param {number} started
+ */
+async function finish(prepared, embedding, denseAhead, started) {
   const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0, python_memory_bytes: 0 };
   let embedded = started; // the core's time after the vector is timed apart from the embedding's
   let vector; // undefined, not null, for none: Pyodide hands JavaScript's null to Python as JsNull
@@ -293,6 +304,7 @@ async function finish(prepared, embedding, started) {
       ({ vector, cached } = await embedding);
       if (vector) timings.vector_cached = cached;
       embedded = performance.now();
+      await denseAhead; // its blocks are read by then: search reads none of them twice
       reply = JSON.parse(await reads.run(() => site.search(prepared.search, vector)));
     } catch (error) {
       reply = JSON.parse(await reads.run(() => site.search(prepared.search))); // throws when keyword search fails too
