@@ -264,8 +264,37 @@ def test_dictionary_lookups_for_phrases_and_spelling(written):
 
     common = next(word for word in WORDS if 0 < len(holders(word, "w250")) < len(holding))
     assert index.doc_freq(common) > 10 * len(holding)  # the rare word's few documents are tested against it
-    assert sorted(index.holding_all([common, "w250"])) == holders(common, "w250")
-    assert index.holding_all(["w250", "nowhere"]) == set()
+    fresh = term_index(written)
+    assert [doc for doc, _ in fresh.rank_holders([common, "w250"], ["w250"])] == sorted(
+        holders(common, "w250"), key=lambda doc: -exact_scores(texts, ["w250"])[doc]
+    )
+    assert len(fresh._postings) == 0  # pages read raw and decoded page by page, none kept whole
+    assert index.rank_holders(["w250", "nowhere"], ["w250"]) == []
+
+
+def exact_scores(texts: list[str], terms: list[str]) -> dict[int, float]:
+    return dict(BM25Index(build_postings(texts)).search(terms, len(texts)))
+
+
+def test_the_holders_of_a_phrase_rank_as_a_search_over_every_posting_that_allows_only_them(written):
+    """A quoted phrase ranks the documents holding all its words by every posting of the query's words
+    (`rank_holders`): the same scores, bit for bit, in the same order, as a search allowing only them."""
+    _, _, texts, _ = written
+    index = term_index(written)
+    ranked = 0
+    for query in QUERIES:
+        terms = [*query.split(), "nowhere"]
+        holding = query.split()[:2]
+        for allowed in (None, lambda doc: doc % 3 != 0):
+            docs = {
+                doc
+                for doc, text in enumerate(texts)
+                if set(holding) <= set(text.split()) and (allowed is None or allowed(doc))
+            }
+            found = term_index(written).rank_holders(holding, terms, allowed)
+            assert found == index.search(terms, len(docs), docs.__contains__, prefix=0)
+            ranked += len(found)
+    assert ranked > 0
 
 
 def test_damaged_postings_are_refused(written, tmp_path):
@@ -306,10 +335,12 @@ def test_varints_read_back_as_written_whether_few_or_many_take_more_than_a_byte(
             read_varints(data + varint(300)[:1])
 
 
-def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLINE_PAGES) -> TermIndex:
-    """The keyword files of the generated passages with every term in more than `min_df` of them in the
-    forward file (and `inline_pages` page checksums per dictionary entry), and a reader over them."""
-    layout = TermLayout(build_postings(generated_texts()), min_df=min_df, inline_pages=inline_pages)
+def forward_layout(
+    root, min_df: int, read_range=None, inline_pages: int = INLINE_PAGES, texts: list[str] | None = None
+) -> TermIndex:
+    """The keyword files of the generated passages (or `texts`) with every term in more than `min_df` of
+    them in the forward file (and `inline_pages` page checksums per dictionary entry), and a reader."""
+    layout = TermLayout(build_postings(texts or generated_texts()), min_df=min_df, inline_pages=inline_pages)
     files = {
         "data/terms.json": layout.terms_bytes,
         "data/pages.bin": layout.pages_bytes,
@@ -321,6 +352,16 @@ def forward_layout(root, min_df: int, read_range=None, inline_pages: int = INLIN
         (root / path).write_bytes(data)
     directory = read_term_directory(layout.directory_bytes(*files))
     return TermIndex(directory, BlockReader(read_range or folder_range_reader(root)))
+
+
+def test_a_document_longer_than_16_bits_of_terms_scores_as_in_memory(tmp_path):
+    """Kept postings hold document lengths in 16 bits while they fit; one longer document widens them."""
+    texts = [*generated_texts()[:50], " ".join(["w1", "w2"] * 40_000)]
+    index = forward_layout(tmp_path, min_df=1 << 20, texts=texts)
+    exact = BM25Index(build_postings(texts))
+    for terms in (["w1"], ["w1", "w2", "w3"], ["w5"]):
+        assert index.search(terms, 20, prefix=0) == exact.search(terms, 20)
+    assert index._postings["w1"][2].typecode == "I" and index._postings["w5"][2].typecode == "H"
 
 
 def test_a_search_run_again_after_each_fetch_sums_its_candidates_once(tmp_path, monkeypatch):

@@ -439,11 +439,8 @@ class SearchEngine:
     def _phrase_holders(self, query: Query, allowed: Allowed | None) -> Ranking:
         """BM25 ranking of the allowed chunks that hold every term of every phrase (the texts are checked
         after: this is kept for the runs of the step that fetch them)."""
-        terms = list(dict.fromkeys(term for phrase in query.phrases for term in phrase))
-        holders = self._bm25.holding_all(terms)
-        if allowed is not None:
-            holders = {doc_id for doc_id in holders if allowed.test(doc_id)}
-        return self._bm25.search(query.terms, len(holders), holders.__contains__, prefix=0)
+        holding = [term for phrase in query.phrases for term in phrase]
+        return self._bm25.rank_holders(holding, query.terms, allowed.test if allowed else None)
 
     def _dense_ranking(
         self,

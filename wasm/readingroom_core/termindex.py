@@ -494,13 +494,14 @@ class TermIndex:
         for term, blocks in zip(terms, plan, strict=True):
             df = self._entries[term].df
             idf = lucene_idf(d.n, df)
-            doc_ids, weights, lengths = array("I"), array("d"), array("I")
+            # lengths in 16 bits while they fit (a chunk is far shorter): 2 bytes a kept posting less
+            doc_ids, weights, lengths = array("I"), array("d"), array("H")
             for number, block in enumerate(blocks):
-                values = page_values(data[block], f"{d.pages}: page {number} of {term!r}")
-                if len(values) != 3 * min(d.page, df - number * d.page):
-                    raise DamagedData(f"{d.pages}: page {number} of {term!r} does not hold its postings")
+                values = self._page_values(term, number, data[block])
                 page_ids = list(accumulate(values[0::3]))
                 page_lengths = values[2::3]
+                if lengths.typecode == "H" and max(page_lengths, default=0) > 0xFFFF:
+                    lengths = array("I", lengths)
                 page_weights = term_weights(idf, d.k1, values[1::3], self._length_norms(page_lengths))
                 # the writer's impact order: best first, ties by doc id (a page holds its postings in doc
                 # id order, and a reversed sort keeps ties in their order: no key tuple per posting)
@@ -510,6 +511,25 @@ class TermIndex:
                 lengths.extend([page_lengths[i] for i in order])
             found.append((doc_ids, weights, lengths))
         return found
+
+    def _page_values(self, term: str, number: int, data: bytes) -> list[int]:
+        """Page `number` of `term`'s postings as its varints: doc id gap, frequency, length, posting by posting."""
+        d = self.directory
+        values = page_values(data, f"{d.pages}: page {number} of {term!r}")
+        if len(values) != 3 * min(d.page, self._entries[term].df - number * d.page):
+            raise DamagedData(f"{d.pages}: page {number} of {term!r} does not hold its postings")
+        return values
+
+    def _every_page(self, terms: Sequence[str]) -> dict[str, list[bytes]]:
+        """Every page of each of `terms` the dictionary knows, read in one batch, by term: raw, for a pass
+        that keeps only the postings of a few documents rather than decoding them all."""
+        d = self.directory
+        self._forget_past_queries(terms)
+        self._read_blocks(self._block_of(term) for term in terms if d.blocks)
+        known = [term for term in terms if term in self._entries]
+        tables = self._page_table(known, [self._entries[term].df for term in known])
+        data = iter(self._reader.read([block for table in tables for block in table]))
+        return {term: [next(data) for _ in table] for term, table in zip(known, tables, strict=True)}
 
     def _length_norms(self, lengths: list[int]) -> list[float]:
         """`bm25.length_norm` of each document length, from a table of the lengths met so far: a page's
@@ -592,21 +612,61 @@ class TermIndex:
         """Every posting of all `terms` in one batch (their entries first), for later `doc_ids` calls."""
         self.weights(list(dict.fromkeys(terms)), 0)
 
-    def holding_all(self, terms: Sequence[str]) -> set[int]:
-        """The documents that hold every one of `terms`, their postings read in one batch (a round trip
-        each ran out of rounds). The rarest term's documents are tested against the others' postings: at
-        10,000 papers a quoted title's words hold up to 600,000 chunks each, and sets of them all took
-        109 MB at once where this takes 6."""
-        found = self.weights(list(dict.fromkeys(terms)), 0)
-        if not found or any(weights is None for weights in found):
-            return set()
-        doc_lists = sorted((weights[0] for weights in found if weights is not None), key=len)
-        holders = set(doc_lists[0])
-        for doc_ids in doc_lists[1:]:
+    def rank_holders(
+        self, holding: Sequence[str], query_terms: Iterable[str], allowed: Callable[[int], bool] | None = None
+    ) -> list[tuple[int, float]]:
+        """Every allowed document that holds all of `holding`, best first by its whole BM25 score for
+        `query_terms` (ties by doc id): what `search` gives over every posting when only those documents
+        are allowed, the same sums in the same order. Every page is read in one batch (a round trip for
+        each term ran out of rounds) and decoded once, keeping only the postings of documents that may still
+        hold every term, the rarest term first: at 10,000 papers a quoted title's words hold up to 600,000
+        chunks each, and their postings decoded whole took 25 MB at once (sets of them all, 109 MB)."""
+        holding = list(dict.fromkeys(holding))
+        terms = list(dict.fromkeys(query_terms))
+        pages = self._every_page([*terms, *(term for term in holding if term not in terms)])
+        if not holding or any(term not in pages for term in holding):
+            return []
+        kept: dict[str, tuple[array[int], array[float]]] = {}
+        holders: set[int] = set()
+        for number, term in enumerate(sorted(holding, key=lambda term: self._entries[term].df)):
+            kept[term] = self._weights_of(term, pages[term], holders if number else None)
+            holders = set(kept[term][0])
             if not holders:
-                break
-            holders.intersection_update(doc_ids)
-        return holders
+                return []
+        if allowed is not None:
+            holders = {doc_id for doc_id in holders if allowed(doc_id)}
+        scores: dict[int, float] = {}
+        for term in terms:  # in query order: sum_scores's order of sums
+            if term not in pages:
+                continue
+            doc_ids, weights = kept.get(term) or self._weights_of(term, pages[term], holders)
+            for doc_id, weight in zip(doc_ids, weights, strict=True):
+                if doc_id in holders:
+                    scores[doc_id] = scores.get(doc_id, 0.0) + weight
+        return top_scores(scores, len(scores))
+
+    def _weights_of(
+        self, term: str, pages: list[bytes], among: set[int] | None
+    ) -> tuple[array[int], array[float]]:
+        """(doc ids, BM25 weights) of `term`'s postings in these pages, only those of documents `among`
+        (None: all), decoded a page at a time."""
+        d = self.directory
+        idf = lucene_idf(d.n, self._entries[term].df)
+        doc_ids, weights = array("I"), array("d")
+        for number, data in enumerate(pages):
+            values = self._page_values(term, number, data)
+            page_ids = list(accumulate(values[0::3]))
+            held = (
+                range(len(page_ids))
+                if among is None
+                else [at for at, doc in enumerate(page_ids) if doc in among]
+            )
+            doc_ids.extend([page_ids[at] for at in held])
+            frequencies = [values[3 * at + 1] for at in held]
+            weights.extend(
+                term_weights(idf, d.k1, frequencies, self._length_norms([values[3 * at + 2] for at in held]))
+            )
+        return doc_ids, weights
 
     def doc_ids(self, term: str) -> list[int]:
         """Every document holding `term`, in doc id order: phrases and spelling need them all."""
