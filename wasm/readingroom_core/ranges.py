@@ -28,13 +28,14 @@ Announce = Callable[[Sequence[tuple[str, int, int]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
 # without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
-# Halving this, termindex.KEPT_POSTINGS and denselists.KEPT_LISTS took the search worker's heap after the
-# scale bench's 276 questions at 10,000 papers from 294 to 247 MB, but a first-sight query's reads from
-# 448 to 507 KB (median): later questions find less of what earlier ones read. This bound alone, measured
-# in CPython over the same questions (one engine, tracemalloc): the heap kept after them 212 MB at 32 MB,
-# 200 at 24 and 185 at 16, for a median read of 387, 391 and 397 KB with postings pages not kept here
-# (374 KB with them kept, at 32 MB). Kept: a query's bytes miss their goal by more than the heap does.
-CACHE_BYTES = 32 << 20
+# Pyodide's WebAssembly memory grows in steps of a fifth and never shrinks, so what matters is the peak
+# need. At 10,000 papers over the scale bench's 276 questions, asked twice (scripts/worker_memory.py:
+# the allocator's statistics in Pyodide): with 32 MB its peak was 221 MB and the memory grew to 282 MB;
+# with 24 MB the peak is 210 MB and the memory stays at 235 MB. It costs a first-sight query 3 KB more
+# (median 374.9 -> 377.9 KB, p95 unchanged; CPython over the same questions). Halving this,
+# termindex.KEPT_POSTINGS and denselists.KEPT_LISTS took the median to 507 KB: later questions find less
+# of what earlier ones read.
+CACHE_BYTES = 24 << 20
 
 
 class DamagedData(Exception):
