@@ -264,16 +264,12 @@ def test_dictionary_lookups_for_phrases_and_spelling(written):
 
     common = next(word for word in WORDS if 0 < len(holders(word, "w250")) < len(holding))
     assert index.doc_freq(common) > 10 * len(holding)  # the rare word's few documents are tested against it
-    fresh = term_index(written)
+    fresh, scores = term_index(written), dict(BM25Index(build_postings(texts)).search(["w250"], len(texts)))
     assert [doc for doc, _ in fresh.rank_holders([common, "w250"], ["w250"])] == sorted(
-        holders(common, "w250"), key=lambda doc: -exact_scores(texts, ["w250"])[doc]
+        holders(common, "w250"), key=lambda doc: -scores[doc]
     )
     assert len(fresh._postings) == 0  # pages read raw and decoded page by page, none kept whole
     assert index.rank_holders(["w250", "nowhere"], ["w250"]) == []
-
-
-def exact_scores(texts: list[str], terms: list[str]) -> dict[int, float]:
-    return dict(BM25Index(build_postings(texts)).search(terms, len(texts)))
 
 
 def test_the_holders_of_a_phrase_rank_as_a_search_over_every_posting_that_allows_only_them(written):
