@@ -396,7 +396,11 @@ def test_the_dense_side_read_while_the_keyword_side_reads_leaves_search_none_of_
     assert {path for path, _, _ in fetched - fetched_before_search} <= {site.manifest.files.texts}
     assert computed == {"dense scan": 1, "paper view": 1}
     assert json.loads(reply) == search(plain, vector, query=QUERY, k=10, mode="hybrid")
-    # What has no dense side to read ahead reads nothing, and a request prepare rejects is prepare's to answer.
+    # What has no dense side to read ahead neither reads nor scans (with another query's vector), and a
+    # request prepare rejects is prepare's to answer.
+    other = float32_bytes(
+        OnnxQueryEncoder.from_site(built_sites.second, site.manifest).encode(["renormalization group"])[0]
+    )
     fetched.clear()
     for nothing_ahead in (
         {"query": '"grouped query" attention', "k": 10, "mode": "hybrid"},  # the phrase check comes first
@@ -404,9 +408,9 @@ def test_the_dense_side_read_while_the_keyword_side_reads_leaves_search_none_of_
         {"query": "year:abc attention", "k": 5},
         {"query": "year:2020", "k": 5, "mode": "hybrid"},  # filters alone: no ranking at all
     ):
-        assert site.dense_ahead(json.dumps(nothing_ahead), vector) is None
+        assert site.dense_ahead(json.dumps(nothing_ahead), other) is None
     site.dense_ahead(json.dumps({"query": "renormalization group", "k": 10, "mode": "hybrid"}), None)
-    assert fetched == set()
+    assert fetched == set() and computed == {"dense scan": 1, "paper view": 1}
 
 
 def test_a_quoted_phrase_of_many_words_needs_few_fetch_rounds(built_sites):
