@@ -113,6 +113,41 @@ def test_if_range_serves_the_range_only_for_the_same_file(served):
     assert (status, body) == (200, BODY)
 
 
+def test_replies_are_http_1_1_with_pages_strong_etag_a_connection_each(served):
+    port, site = served
+    stat = os.stat(site / "data" / "codes.0123456789ab.bin")
+    etag = f'"{int(stat.st_mtime):x}-{stat.st_size:x}"'
+    for headers in ({}, {"Range": "bytes=0-9"}):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", FILE, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        assert response.version == 11
+        assert (response.headers["ETag"], response.headers["Connection"]) == (etag, "close")
+        connection.close()
+    assert get(port, "/list/")[1]["ETag"].startswith('"')  # a folder's page has its own
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_if_none_match_on_the_files_etag_is_a_304_with_no_body(served, method):
+    port = served[0]
+    etag = get(port, FILE)[1]["ETag"]
+    for tags in (etag, f'"other", W/{etag}', "*"):
+        status, headers, body = get(port, FILE, method, **{"If-None-Match": tags})
+        assert (status, body, headers["ETag"]) == (304, b"", etag)
+    status, _, body = get(port, FILE, **{"If-None-Match": '"5f00-2800"'})
+    assert (status, body) == (200, BODY)
+
+
+def test_if_range_with_the_etag_serves_the_range_and_another_the_whole_file(served):
+    port = served[0]
+    etag = get(port, FILE)[1]["ETag"]
+    status, _, body = get(port, FILE, Range="bytes=0-9", **{"If-Range": etag})
+    assert (status, body) == (206, BODY[:10])
+    status, _, body = get(port, FILE, Range="bytes=0-9", **{"If-Range": '"5f00-2800"'})
+    assert (status, body) == (200, BODY)
+
+
 def test_errors_stay_errors_under_a_range(served):
     port = served[0]
     assert get(port, "/list/data/missing.bin", Range="bytes=0-9")[0] == 404
@@ -156,3 +191,30 @@ def test_chromium_fetch_with_a_range_gets_the_bytes_uncompressed(served):
             browser.close()
     assert reply == [206, f"bytes 256-511/{len(BODY)}", list(range(256))]
     assert request_headers.get("accept-encoding") == "identity"
+
+
+def test_chromium_answers_a_range_asked_again_from_its_cache(served):
+    """As on Pages: the ranged reads of a query asked again cost no request. Over HTTP/1.0, or with no
+    strong validator, chromium sent every one to the server again."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    from playwright.sync_api import sync_playwright
+
+    port, site = served
+    fetch_range = """async ([url, range]) => {
+      const response = await fetch(url, {headers: {Range: range}});
+      return [response.status, Array.from(new Uint8Array(await response.arrayBuffer()))];
+    }"""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/list/")
+            first = page.evaluate(fetch_range, [FILE + "?bytes=256-511", "bytes=256-511"])
+            (site / "data" / "codes.0123456789ab.bin").unlink()  # the server has it no more
+            again = page.evaluate(fetch_range, [FILE + "?bytes=256-511", "bytes=256-511"])
+            other = page.evaluate(fetch_range, [FILE + "?bytes=0-9", "bytes=0-9"])
+        finally:
+            browser.close()
+    assert first == again == [206, list(range(256))]
+    assert other[0] == 404
