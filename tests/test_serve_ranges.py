@@ -113,7 +113,7 @@ def test_if_range_serves_the_range_only_for_the_same_file(served):
     assert (status, body) == (200, BODY)
 
 
-def test_replies_are_http_1_1_with_pages_strong_etag_a_connection_each(served):
+def test_replies_are_http_1_1_with_a_strong_etag_and_a_connection_each(served):
     port, site = served
     stat = os.stat(site / "data" / "codes.0123456789ab.bin")
     etag = f'"{int(stat.st_mtime):x}-{stat.st_size:x}"'
