@@ -189,7 +189,8 @@ def test_downloads_come_in_the_order_that_brings_keyword_search_up_first(served,
     keyword = [files[role] for role in ("paper_table", "chunks", "postings", "forward_index")]
     encoder = [files["encoder"], runtime_file(site, "ort_wasm")]
     dense = [files[role] for role in ("dense", "paper_vectors", "vocab")]
-    assert all(when(path)[0] >= python_in for path in keyword + encoder)
+    early = {path: when(path)[0] for path in keyword + encoder if when(path)[0] < python_in}
+    assert not early, f"asked for before Python's files were in (at {python_in:.0f} ms): {early}"
     keyword_in = max(when(path)[1] for path in keyword)
     assert all(when(path)[0] >= keyword_in for path in dense)
     assert view.errors == []
