@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -75,7 +76,9 @@ class BlockReader:
     ) -> None:
         self._read_range = read_range
         self._announce = announce
-        self._cache: dict[Block, bytes] = {}  # least recently used first
+        # least recently used first; an OrderedDict, as a dict's first key is found by stepping over the
+        # slots of the keys dropped before it (at 10,000 papers 20 us a block kept, 9 ms a query in CPython)
+        self._cache: OrderedDict[Block, bytes] = OrderedDict()
         self._cache_bytes = cache_bytes
         self._cached_bytes = 0
         self.requests = 0
@@ -91,9 +94,9 @@ class BlockReader:
         `keep=False`: the caller keeps what it decodes from them, so the cache does not hold them twice."""
         # What this read returns is held apart from the cache: keeping the blocks it fetches may drop
         # others it asked for from the cache (a long session at 10,000 papers fills it).
-        found = {block: self._cache.pop(block) for block in blocks if block in self._cache}
-        for block, data in found.items():
-            self._cache[block] = data  # now the most recently used
+        found = {block: self._cache[block] for block in blocks if block in self._cache}
+        for block in found:
+            self._cache.move_to_end(block)  # now the most recently used
         missing = sorted({block for block in blocks if block not in found}, key=_position)
         runs = _runs(missing, gap)
         if self._announce is not None and runs:
@@ -113,8 +116,7 @@ class BlockReader:
         self._cache[block] = data
         self._cached_bytes += len(data)
         while self._cached_bytes > self._cache_bytes and len(self._cache) > 1:
-            oldest = next(iter(self._cache))
-            self._cached_bytes -= len(self._cache.pop(oldest))
+            self._cached_bytes -= len(self._cache.popitem(last=False)[1])
 
 
 def _position(block: Block) -> tuple[str, int]:
