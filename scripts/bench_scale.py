@@ -130,7 +130,9 @@ def quality(site_dir: Path, questions: list[str], folder: Path, cross_checks: in
     reorders it): its exhaustive top 10 is the exact cosine over every stored int8 row (numpy, over the
     rows the core reads, computed as the core computes it), and the core's own exhaustive scan (every row
     in pure Python: minutes a question at 10,000 papers) must give the same top 10 for the first
-    `cross_checks` questions. BM25 is compared through whole searches."""
+    `cross_checks` questions. BM25 is compared through whole searches, by the passages found and by
+    their exact scores (the ranking loss: what the bounded top 10 scores against the exhaustive one, and
+    how far below the exhaustive 10th the passages it ranks instead lie)."""
     site = open_folder(site_dir)
     queries = OnnxQueryEncoder.from_site(site_dir, site.manifest).encode(
         [embedding_text(q) for q in questions]
@@ -143,7 +145,7 @@ def quality(site_dir: Path, questions: list[str], folder: Path, cross_checks: in
     reads = layout_reads(engine, questions, queries)  # first: every_row fills the block cache
     dense_lists = engine.load_vectors()
     rows = np.array(dense_lists.every_row(), dtype=np.int8)  # by doc id
-    dense_exact, dense_layout, bm25 = [], [], []
+    dense_exact, dense_layout, bm25, bm25_score_share, bm25_misses = [], [], [], [], []
     for number, (query, vector) in enumerate(zip(questions, queries, strict=True)):
         dense = [doc for doc, _ in dense_lists.search(list(vector), K, uncapped.scan, uncapped.rescore)]
         truth = [chunk_ids[row] for row in np.argsort(-(vectors @ vector))[:K]]
@@ -154,15 +156,27 @@ def quality(site_dir: Path, questions: list[str], folder: Path, cross_checks: in
             if [doc for doc, _ in core] != scan:
                 raise RuntimeError(f"the core's exhaustive dense search disagrees with numpy's on {query!r}")
         dense_layout.append(overlap(dense, scan))
-        bounded = [hit.chunk_id for hit in engine.search(query, vector, replace(uncapped, mode="bm25"))]
-        full = [hit.chunk_id for hit in engine.search(query, vector, replace(exhaustive, mode="bm25"))]
-        bm25.append(overlap(bounded, full))
+        bounded = engine.search(query, vector, replace(uncapped, mode="bm25"))
+        full = engine.search(query, vector, replace(exhaustive, mode="bm25"))
+        bm25.append(overlap([hit.chunk_id for hit in bounded], [hit.chunk_id for hit in full]))
+        if full:
+            bm25_score_share.append(sum(hit.score for hit in bounded) / sum(hit.score for hit in full))
+            in_full = {hit.chunk_id for hit in full}
+            bm25_misses += [hit.score / full[-1].score for hit in bounded if hit.chunk_id not in in_full]
     return {
         "questions": len(questions),
         "dense_exhaustive_cross_checked_by_the_core": min(cross_checks, len(questions)),
         "dense_recall_at_10_vs_exact_float": round(float(np.mean(dense_exact)), 4),
         "dense_recall_at_10_vs_layout_exhaustive": round(float(np.mean(dense_layout)), 4),
         "bm25_top10_overlap_vs_exhaustive": round(float(np.mean(bm25)), 4),
+        "bm25_top10_score_share_of_exhaustive": round(float(np.mean(bm25_score_share)), 4),
+        "bm25_passages_ranked_instead": {
+            "count": len(bm25_misses),
+            "score_of_exhaustive_10th": {  # the low end is the loss: 1 would be a tie
+                name: round(float(np.quantile(bm25_misses, q)), 4) if bm25_misses else None
+                for name, q in (("p5", 0.05), ("p25", 0.25), ("median", 0.5))
+            },
+        },
         "core_ranged_reads_per_hybrid_query": reads,
     }
 
