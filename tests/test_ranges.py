@@ -13,7 +13,7 @@ import pytest
 
 import readingroom_core.termindex as termindex
 from builder.site.search_files import index_files, plain_name
-from builder.stages.dense_lists import dense_files, grouped
+from builder.stages.dense_lists import assign, cosines, dense_files, grouped
 from builder.stages.index import quantize
 from readingroom_core.bm25 import BM25Index, build_postings, sum_scores
 from readingroom_core.denselists import DenseDirectory, DenseLists, code_scorer, read_dense_directory
@@ -589,13 +589,30 @@ def test_residual_codes_find_the_exact_top_10_among_few_candidates(written):
     assert np.mean(recalls) >= 0.93
 
 
+@pytest.mark.parametrize("dims", [384, 1536])
+def test_rows_meet_lists_in_exact_arithmetic_so_every_cpu_builds_the_same_files(dims):
+    """The build's products of int8 rows and centroids are the integers themselves, whatever BLAS kernel
+    sums them (at 1,536 dimensions float32 sums would round past 2^24), and a row as near two lists as
+    can be goes to the lower one: on float vectors a kernel's rounding chose, so another CPU built
+    other lists."""
+    rng = np.random.default_rng(3)
+    centroids = rng.integers(-63, 64, size=(40, dims)).astype(np.int8)
+    centroids[20:] = -centroids[:20, ::-1]  # the same norm as another centroid, in another direction
+    rows = np.vstack([centroids[:20] + centroids[20:], np.full((1, dims), 127, np.int8)]).astype(np.int8)
+    squares = np.square(centroids, dtype=np.int64).sum(axis=1)
+    products = rows.astype(np.int64) @ centroids.astype(np.int64).T  # numpy's integer product: no BLAS
+    expected = products.astype(np.float32) * (1 / np.sqrt(squares)).astype(np.float32)
+    assert np.array_equal(cosines(rows, centroids), expected)
+    assert np.array_equal(assign(rows[:20], centroids), np.arange(20))  # each row ties i and i + 20
+
+
 def test_a_lists_rows_are_grouped_by_sub_cluster_so_a_querys_nearest_rows_lie_in_few_runs():
     rng = np.random.default_rng(5)
     centres = rng.normal(size=(6, DIMS))
     topic = rng.integers(0, 6, 300)  # one list's rows, in doc id order: six sub-topics interleaved
     vectors = centres[topic] + 0.8 * rng.normal(size=(300, DIMS))
-    unit = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-    order = grouped(unit)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    order = grouped(np.rint(unit * 127 / np.abs(unit).max()).astype(np.int8))
     assert sorted(order) == list(range(300))
     assert np.count_nonzero(np.diff(topic[order])) <= 10  # in doc id order: ~250 changes of sub-topic
     assert np.count_nonzero(np.diff(topic)) > 200
@@ -659,7 +676,7 @@ def test_a_site_built_before_the_list_of_file_widens_as_it_did(written):
 def test_the_list_of_file_names_each_passage_s_list_across_its_blocks():
     rng = np.random.default_rng(5)
     vectors = rng.normal(size=(9000, 16)).astype(np.float32)
-    made = dense_files(vectors, np.clip(np.rint(vectors * 30), -127, 127).astype(np.int8))
+    made = dense_files(np.clip(np.rint(vectors * 30), -127, 127).astype(np.int8))
     stored = {"lists": made.lists, "rows": made.rows, "list-of": made.list_of}
     directory = made.directory("lists", "rows", "list-of")
     index = DenseLists(directory, BlockReader(lambda path, start, end: stored[path][start:end]))

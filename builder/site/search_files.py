@@ -71,7 +71,7 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     directory = layout.directory_bytes(terms, pages, forward, forward_index)
     roles = {"postings": add("postings", ".json", directory), "forward_index": forward_index}
     params = IndexParams(scale=calibrate_scale(vectors))
-    dense = dense_files(np.asarray(vectors, dtype=np.float32), quantize(vectors, params.scale))
+    dense = dense_files(quantize(vectors, params.scale))
     lists = add("dense-lists", ".bin", dense.lists)
     rows = add("dense-rows", ".bin", dense.rows)
     list_of = add("dense-list-of", ".bin", dense.list_of)

@@ -78,25 +78,48 @@ def sub_cluster_count(rows: int) -> int:
     return max(1, round(math.sqrt(rows)))
 
 
-def spherical_kmeans(unit: np.ndarray, lists: int) -> np.ndarray:
-    """Unit centroids of `lists` clusters by cosine; deterministic (a fixed seed, a fixed sample)."""
+def spherical_kmeans(rows: np.ndarray, lists: int) -> np.ndarray:
+    """Centroids of `lists` clusters of int8 `rows` by cosine, as int8 directions; deterministic (a fixed
+    seed, a fixed sample, exact arithmetic: `cosines`)."""
     rng = np.random.default_rng(SEED)
-    sample = unit if len(unit) <= KMEANS_SAMPLE else unit[rng.choice(len(unit), KMEANS_SAMPLE, replace=False)]
-    centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
+    sample = rows if len(rows) <= KMEANS_SAMPLE else rows[rng.choice(len(rows), KMEANS_SAMPLE, replace=False)]
+    centroids = direction(sample[rng.choice(len(sample), lists, replace=False)])
+    wide = sample.astype(np.float32)  # sums of int8 rows are exact in float32 below 2^24 / 127 of them
     for _ in range(KMEANS_ITERATIONS):
-        assigned = assign(sample, centroids)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, assigned, sample)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        empty = norms[:, 0] == 0
-        centroids = np.where(empty[:, None], centroids, sums / np.where(norms == 0, 1, norms))
+        assigned = assign(wide, centroids)
+        sums = np.zeros(centroids.shape, dtype=np.float32)
+        np.add.at(sums, assigned, wide)
+        centroids = np.where((sums == 0).all(axis=1, keepdims=True), centroids, direction(sums))
     return centroids
+
+
+def direction(vectors: np.ndarray) -> np.ndarray:
+    """Each row's direction as int8, its largest component at +-127 (a zero row stays zero)."""
+    largest = np.abs(vectors).max(axis=1, keepdims=True).astype(np.float64)
+    return np.rint(vectors * (127 / np.where(largest == 0, 1, largest))).astype(np.int8)
+
+
+def cosines(rows: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Each int8 row's product with each int8 centroid over the centroid's norm.
+
+    The products are exact: every partial sum is an integer below 2^24 (384 * 127 * 127 = 6.2e6; float64
+    past 1,040 dimensions), so any BLAS kernel, in any order, gives the same bits, and a build of the same
+    vectors writes the same files on any CPU. On float vectors OpenBLAS's kernels round differently (with
+    FMA or without): at 1,000 papers the Haswell and Sandybridge kernels left the centroids up to 9e-4
+    apart and two rows in other lists, so a rebuild on another machine (a CI runner) renamed every dense
+    file and a returning visitor fetched them again."""
+    exact = np.float32 if rows.shape[1] * 127 * 127 < 1 << 24 else np.float64
+    squares = np.square(centroids, dtype=np.int64).sum(axis=1)
+    inverse = (1 / np.sqrt(np.where(squares == 0, 1, squares))).astype(np.float32)
+    products = (rows.astype(exact, copy=False) @ centroids.astype(exact).T).astype(np.float32, copy=False)
+    products *= inverse
+    return products
 
 
 def chained(centroids: np.ndarray) -> np.ndarray:
     """The centroids in a greedy nearest-neighbour chain, so that clusters a query reads together (close
     centroids) tend to lie side by side and are read in fewer requests."""
-    similarity = centroids @ centroids.T
+    similarity = cosines(centroids, centroids)
     order, left = [0], set(range(1, len(centroids)))
     while left:
         candidates = np.fromiter(left, dtype=np.int64)
@@ -106,39 +129,38 @@ def chained(centroids: np.ndarray) -> np.ndarray:
     return centroids[order]
 
 
-def grouped(unit: np.ndarray) -> np.ndarray:
-    """The order of one list's rows: by sub-cluster (about sqrt(rows) of them, chained), then by position.
-    A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file: at 10,000
-    papers (28 questions) its row requests fall from a median of 100.5 to 31.5, its row bytes 215 -> 202 KB."""
-    if len(unit) < 2:
-        return np.arange(len(unit))
+def grouped(rows: np.ndarray) -> np.ndarray:
+    """The order of one list's int8 rows: by sub-cluster (about sqrt(rows) of them, chained), then by
+    position. A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file:
+    at 10,000 papers (28 questions) its row requests fall from a median of 100.5 to 31.5, its row bytes
+    215 -> 202 KB."""
+    if len(rows) < 2:
+        return np.arange(len(rows))
     return np.argsort(
-        assign(unit, chained(spherical_kmeans(unit, sub_cluster_count(len(unit))))), kind="stable"
+        assign(rows, chained(spherical_kmeans(rows, sub_cluster_count(len(rows))))), kind="stable"
     )
 
 
-def assign(unit: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.ndarray:
-    """Each row's nearest centroid by cosine (ties to the lower list)."""
+def assign(rows: np.ndarray, centroids: np.ndarray, batch: int = 16384) -> np.ndarray:
+    """Each int8 row's (or its float copy's) nearest int8 centroid by cosine (ties to the lower list)."""
     return (
         np.concatenate(
-            [np.argmax(unit[i : i + batch] @ centroids.T, axis=1) for i in range(0, len(unit), batch)]
+            [np.argmax(cosines(rows[i : i + batch], centroids), axis=1) for i in range(0, len(rows), batch)]
         )
-        if len(unit)
+        if len(rows)
         else np.zeros(0, dtype=np.int64)
     )
 
 
-def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
-    """The lists, rows and list-of files for float `vectors` and their int8 `rows` (doc id = position)."""
-    unit = vectors.astype(np.float32)
-    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+def dense_files(rows: np.ndarray) -> DenseFiles:
+    """The lists, rows and list-of files for the passages' int8 `rows` (doc id = position)."""
     n, dims = rows.shape
     if dims % 8:
         raise ValueError(f"the 1-bit codes need dimensions divisible by 8, got {dims}")
-    centroids = chained(spherical_kmeans(unit, list_count(n))) if n else np.zeros((0, dims), dtype=np.float32)
+    centroids = chained(spherical_kmeans(rows, list_count(n))) if n else np.zeros((0, dims), dtype=np.int8)
     if len(centroids) > 1 << 16:
         raise ValueError(f"{len(centroids)} lists: the list-of file holds list numbers as uint16")
-    assigned = assign(unit, centroids) if n else np.zeros(0, dtype=np.int64)
+    assigned = assign(rows, centroids) if n else np.zeros(0, dtype=np.int64)
     sizes = [int(size) for size in np.bincount(assigned, minlength=len(centroids))]
     by_list = np.lexsort((np.arange(n), assigned))
     centres, centroid_scale = list_means(rows[by_list], sizes)
@@ -157,7 +179,7 @@ def dense_files(vectors: np.ndarray, rows: np.ndarray) -> DenseFiles:
     residual_scale = max(float(weights.max(initial=0)), 1e-12) / 255
     weight_bytes = np.rint(weights / residual_scale).astype(np.uint8)
     members_of = np.split(by_list, np.cumsum(sizes)[:-1]) if n else []
-    order = np.concatenate([members[grouped(unit[members])] for members in members_of]) if n else by_list
+    order = np.concatenate([members[grouped(rows[members])] for members in members_of]) if n else by_list
     lists, entries, slot = bytearray(), [], 0
     ordered_rows = rows[order]
     for size in sizes:

@@ -341,8 +341,16 @@ def paper_vector(chunk_rows: np.ndarray, about: np.ndarray | None) -> np.ndarray
     """The paper view: the direction of its chunks' mean plus its abstract's vector, each unit length
     first so neither dominates (chosen over either alone on the tuning questions)."""
     parts = [chunk_rows.mean(axis=0)] + ([about] if about is not None else [])
-    total = sum(part / max(float(np.linalg.norm(part)), 1e-12) for part in parts)
-    return (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
+    total = sum(part / max(norm(part), 1e-12) for part in parts)
+    return (total / max(norm(total), 1e-12)).astype(np.float32)
+
+
+def norm(vector: np.ndarray) -> float:
+    """The Euclidean norm by numpy's own sum, the same bits on every CPU: `np.linalg.norm` of one vector is
+    BLAS's dot, whose kernels round differently (Haswell, Sandybridge and Prescott gave three sets of
+    norms for the same 20,000 vectors), and a paper's int8 vector then differed from one machine to the
+    next."""
+    return float(np.sqrt(np.square(vector, dtype=np.float64).sum()))
 
 
 def text_key(chunk_id: str, text: str) -> str:
