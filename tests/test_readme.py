@@ -1,7 +1,9 @@
 """The README is a newcomer's path: it documents every corpus setting and every command and option.
 
 The lists come from the code (the settings dataclasses and the argparse parser), so a new setting or
-option without a line in the README fails here.
+option without a line in the README (and in docs/cli.md, the full reference) fails here. The README
+stays a user's guide of at most 3,000 words; the internals live in docs/ pages, one topic each, which
+the README links.
 """
 
 import argparse
@@ -16,11 +18,20 @@ from builder.models import Publish, Settings
 from builder.paths import BASE_URL_ENV, MIRROR_ENV, REPO_ROOT
 
 README = REPO_ROOT / "README.md"
-SCREENSHOT = REPO_ROOT / "docs" / "screenshot.png"
+DOCS = REPO_ROOT / "docs"
+CLI_REFERENCE = DOCS / "cli.md"
+MEASUREMENTS = DOCS / "measurements.md"  # generated from docs/measurements/*.json
+SCREENSHOT = DOCS / "screenshot.png"
+MOST_WORDS = 3000
 
 
 def readme() -> str:
     return README.read_text(encoding="utf-8")
+
+
+def docs_pages() -> list:
+    """The hand-written docs pages (the measurements page is generated)."""
+    return [page for page in sorted(DOCS.glob("*.md")) if page != MEASUREMENTS]
 
 
 def corpus_settings() -> dict[str, set[str]]:
@@ -75,6 +86,19 @@ def test_every_command_and_option_is_documented():
     assert undocumented_cli(readme()) == []
 
 
+def test_the_command_reference_documents_every_command_and_option():
+    assert undocumented_cli(CLI_REFERENCE.read_text(encoding="utf-8")) == []
+    assert "](docs/cli.md)" in readme()
+
+
+def test_the_readme_is_a_guide_and_links_every_docs_page():
+    words = len(readme().split())
+    assert words <= MOST_WORDS, f"README.md has {words} words"
+    unlinked = [page.name for page in docs_pages() if f"](docs/{page.name}" not in readme()]
+    assert unlinked == []
+    assert "](docs/measurements.md)" in readme()
+
+
 def test_the_checks_notice_what_is_missing():
     text = readme()
     assert undocumented_settings(text.replace("`document_prefix`", "document prefix")) == [
@@ -119,11 +143,17 @@ def test_the_screenshot_is_committed_and_embedded():
 
 
 def test_measured_figures_live_in_the_generated_page():
-    """The README links to docs/measurements.md (written by the benches) instead of copying numbers."""
+    """The README and the docs pages link to docs/measurements.md (written by the benches) instead of
+    narrating numbers; a page that names a benchmark links to where its figures are."""
     text = readme()
     assert "](docs/measurements.md)" in text
-    assert (REPO_ROOT / "docs" / "measurements.md").is_file()
+    assert MEASUREMENTS.is_file()
     assert NARRATED_FIGURE.findall(text) == []
+    for page in docs_pages():
+        page_text = page.read_text(encoding="utf-8")
+        assert NARRATED_FIGURE.findall(page_text) == [], page.name
+        if "scripts/bench_" in page_text:
+            assert "](measurements.md)" in page_text, page.name
 
 
 def test_the_narration_check_notices_before_and_after_figures():
