@@ -42,8 +42,8 @@ class CitationGraph:
     def cited_by(self, arxiv_id: str) -> list[Citation]:
         return list(self._by_cited.get(arxiv_id, ()))
 
-    # Every paper page asks for both: scanning every citation each time was quadratic in the list (the
-    # 10,000-paper synthetic list's pages were not done after half an hour).
+    # Every paper page asks for both: scanning every citation each time would be quadratic in the list
+    # (commit c351cdd).
     @cached_property
     def _by_citing(self) -> dict[str, list[Citation]]:
         return _grouped(self.citations, lambda citation: citation.citing)

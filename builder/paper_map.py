@@ -3,7 +3,7 @@
 Each paper's stored vector (`sitedata.PaperVector`, what related papers and the paper view use) is
 projected to 2-D at build time, deterministically (no random start: the same vectors give the same
 map). t-SNE was chosen by measurement over PCA and classical MDS (scripts/bench_graph.py, recorded in
-docs/measurements.md): it keeps far more of each paper's ten nearest neighbours. The page gets the
+docs/measurements/graph.json): it keeps far more of each paper's ten nearest neighbours. The page gets the
 points as a few numbers per paper (`MapData.to_json`, drawn by wasm/runtime/paper_map.js); titles come
 from the corpus table the page already holds.
 """
@@ -25,7 +25,7 @@ EXAGGERATION = (12.0, 150)  # early exaggeration and for how many iterations
 # t-SNE here is exact: every step holds an n x n x 2 array. At 10,000 papers that is 1.6 GB a step and
 # the build did not finish its map in half an hour, so past MAP_SAMPLE papers t-SNE places an even sample
 # and every other paper goes to the similarity-weighted mean of its PLACE_NEIGHBOURS most similar sampled
-# papers (a list up to MAP_SAMPLE papers gets the exact map, as before).
+# papers (a list up to MAP_SAMPLE papers gets the exact map).
 MAP_SAMPLE = 1000
 PLACE_NEIGHBOURS = 5
 

@@ -246,10 +246,9 @@ class SiteHandler(SimpleHTTPRequestHandler):
 class SiteServer(ThreadingHTTPServer):
     """A browser that leaves mid-download (a closed tab, a cancelled fetch) is no error worth a traceback.
 
-    A connection per request (`Connection: close`). Kept alive the ranged site was slower: at 10,000 papers
-    a first-sight query's p50 in chromium went from 753 to 1,435 ms (60 questions, one run each), as a
-    reply's headers and body left in two writes and Nagle's algorithm held the body for the delayed ACK;
-    with TCP_NODELAY as well, 837 ms: no gain."""
+    A connection per request (`Connection: close`): kept alive, the ranged site's first-sight queries were
+    slower in chromium, as a reply's headers and body left in two writes and Nagle's algorithm held the
+    body for the delayed ACK, and TCP_NODELAY did not win it back (commit fad6bc5)."""
 
     # Connections a page opens at once (its data files, the runtime, the workers' downloads) wait in
     # the listen queue; the default of 5 drops some of 20 parallel clients into a 60 s retry.

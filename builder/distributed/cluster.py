@@ -107,11 +107,11 @@ class Plan:
 
 def plan_actors(resources: dict[str, Any], nodes: int, workers: int | None) -> Plan:
     """One actor per GPU where there are GPUs, otherwise one single-threaded actor per CPU, unless
-    `workers` says: on 2 cores two 1-thread actors built the 112-paper list in 1.036x the local build's
-    time and one 2-thread actor in 1.092x (scripts/bench_ray.py, two rounds; the record before: 1.147
-    against 1.151). Presumably the two threads of one model wait on each other whenever Ray's own
-    processes take a core, where two actors go on alone. Actors together reserve at most all CPUs but a
-    share as large as one actor's, so the steps that feed them always find a CPU."""
+    `workers` says. Without GPUs, single-threaded actors build faster than one actor with a thread per
+    core (docs/measurements/ray.json, commit dae3dc8): presumably the threads of one model wait on each
+    other whenever Ray's own processes take a core, where separate actors go on alone. Actors together
+    reserve at most all CPUs but a share as large as one actor's, so the steps that feed them always
+    find a CPU."""
     cpus = float(resources.get("CPU", 1.0))
     gpus = float(resources.get("GPU", 0.0))
     actors = workers or (int(gpus) if gpus >= 1 else max(1, int(cpus)))

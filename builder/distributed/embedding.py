@@ -22,7 +22,9 @@ from builder.distributed.cluster import ClusterError, Plan
 from builder.models import IngestedPaper
 from builder.stages import embed
 
-GROUPS_PER_CALL = 1  # model groups per actor call: measured (scripts/bench_ray.py); a retry redoes one
+# Model groups per actor call: a call costs little beside a group (docs/measurements/ray.json), and a
+# retry redoes one.
+GROUPS_PER_CALL = 1
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Each task runs the parse stage on its one paper (in a process of its own under t
 the stage writes the parse cache itself; the task returns only the paper's failure, if any. The build
 then reads every paper from the cache, as a local build does, so both builds parse nothing twice and
 follow each other. Workers must see the PDFs and the cache at the paths the build sees: on one machine
-they do; on several, the cache and the PDFs live on a shared folder (README: large lists).
+they do; on several, the cache and the PDFs live on a shared folder (docs/large-lists.md).
 """
 
 from __future__ import annotations

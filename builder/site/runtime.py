@@ -171,15 +171,13 @@ def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:
 def trimmed_stdlib(full: bytes, imported: list[str]) -> bytes:
     """Pyodide's standard library (a zip) cut to what Python's boot and the core's import read (`imported`,
     paths in the zip), kept whole for each package they import from but `encodings` (of which a few common
-    codecs are kept): 2.55 -> 0.99 MB as stored (frozen modules, such as os, are not read from it). Nothing
-    else imports from it later: the core imports nothing lazily (tests/test_render.py holds it to that),
-    and a visitor runs no other Python.
+    codecs are kept); frozen modules, such as os, are not read from it. Nothing else imports from it
+    later: the core imports nothing lazily (tests/test_render.py holds it to that), and a visitor runs no
+    other Python.
 
-    Then what is imported is compiled (python_snapshot.mjs `compile`): 3.55 MB, which the site stores
-    gzipped (1.60 MB), 0.54 MB more to download than the sources, for a boot that compiles nothing, and a
-    snapshot 0.56 MB smaller. 10,000 papers, 20 Mbit/s, where Python boots: Python started at 3.84 s
-    instead of 5.71, the first keyword result showed at 7.12 s instead of 8.58, the first semantic one at
-    13.92 s instead of 14.19 (medians of 4 cold loads each, interleaved)."""
+    Then what is imported is compiled (python_snapshot.mjs `compile`): a little more to download than the
+    sources, for a boot that compiles nothing and a smaller snapshot, so that on a slow line, where Python
+    boots, it starts and shows the first results sooner (commits 6036093 and 75ec6fe measured both)."""
     packages = {path.split("/")[0] for path in imported if "/" in path} - {"encodings"}
     codecs = {f"encodings/{name}.py" for name in KEPT_CODECS}
     keep = set(imported) | codecs

@@ -28,9 +28,9 @@ def write_plain(site_dir: Path, relative: str, data: bytes) -> Artifact:
 
 
 # A file is stored gzipped only where that saves at least this share of the bytes: a zip of deflated files
-# (Pyodide's standard library as npm ships it saved 1.7%) would cost the visitor a decompression for
-# nothing. The query encoder saves 23% (11.18 -> 8.61 MB, Huffman-only), 1 s at 20 Mbit/s against a
-# fraction of a second of gunzip.
+# (Pyodide's standard library as npm ships it) saves next to nothing and would cost the visitor a
+# decompression for nothing, while the query encoder saves about a quarter, a second at 20 Mbit/s against
+# a fraction of a second of gunzip.
 GZIP_MIN_SAVING = 0.05
 
 
@@ -43,8 +43,8 @@ def stored_gzipped(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     The browser runtime fetches the `.gz` of a file the manifest lists one for and decompresses it
     itself (DecompressionStream), so a visitor downloads the small form on any host. Nothing fetches
     the plain copy, and the CLI's folder reader unpacks the `.gz` (readingroom_core.ranges.folder_reader),
-    so keeping it cost the site bytes for nothing: 78.7 of the 1,000-paper site's 215.5 MB (the Python
-    snapshot, the query encoder, the runtime's wasm), and 1.8 MB more per 1,000 papers.
+    so keeping it would cost the site bytes for nothing: over a third of a 1,000-paper site (the Python
+    snapshot, the query encoder, the runtime's wasm; commit 830e1ed).
     Level 6 (level 9 takes twice as long for 0.5% fewer bytes on the runtime's wasm) with no name and a
     zero mtime: the same input gives the same bytes.
     """
@@ -62,7 +62,6 @@ def stored_gzipped(site_dir: Path, artifact: Artifact) -> list[Artifact]:
 def huffman_only_gzip(data: bytes) -> bytes:
     """A gzip stream of literals only (zlib's Z_HUFFMAN_ONLY, level 6, zero mtime): deterministic, and
     read by any gunzip. On the query encoder's coarse int8 codes deflate's 3-byte matches cost more than
-    the literals they replace: 8.61 MB against 8.65 MB with the default strategy (14.33 against 15.11 MB
-    while the word-piece table was inside)."""
+    the literals they replace (commit 40a46ce), so the smaller of the two streams is kept."""
     packer = zlib.compressobj(6, zlib.DEFLATED, 31, 8, zlib.Z_HUFFMAN_ONLY)
     return packer.compress(data) + packer.flush()

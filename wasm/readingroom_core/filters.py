@@ -123,9 +123,9 @@ class Allowed:
 
 
 class PaperFilter:
-    """Every paper's filter keys, computed once, at the first query with a filter (at 10,000 papers they
-    took 0.19 s of opening the site in CPython, before the first result, and most first queries have no
-    filter), so that a query decides once per paper and asking about a chunk is one list lookup."""
+    """Every paper's filter keys, computed once, at the first query with a filter (computed as the site
+    opens, they delay the first result of a large list, and most first queries have no filter; commit
+    49bfaca), so that a query decides once per paper and asking about a chunk is one list lookup."""
 
     def __init__(self, papers: Sequence[PaperRecord], paper_of: Sequence[int]) -> None:
         self._papers = papers

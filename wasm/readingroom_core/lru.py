@@ -1,6 +1,7 @@
 """A mapping that forgets its least recently used entries: what the core keeps between queries (decoded
-postings, lists and paper texts) must not grow with a visit. At 10,000 papers, kept without bound they
-took Pyodide's memory to 1.19 GB over 276 questions (scripts/scale_browser.py)."""
+postings, lists and paper texts) must not grow with a visit: kept without bound, they take a worker's
+memory past a gigabyte over the scale bench's questions at 10,000 papers (commit 3dc8b7d; the heap after
+them is in docs/measurements/scale.json)."""
 
 from __future__ import annotations
 
@@ -61,11 +62,9 @@ class Recent(Generic[Key, Value]):
 class LastResult(Generic[Key, Value]):
     """The last result computed, under its arguments. The browser runs a step from its start again each
     time the step stops for bytes not fetched yet (`ranges.Announce`); the next run finds what the one
-    before computed before it stopped. One entry: the next query's first run replaces it.
-    At 10,000 papers a first-sight hybrid query's steps ran 9 times (median, 80 of the scale bench's
-    questions, CPython): 139 ms of CPU in the runs that stopped and 32 in those that finished, against 140
-    for the same questions read in one pass. Running again costs about a fifth; the rest of the stopped
-    runs' work is reading, checking and decoding that later runs find done."""
+    before computed before it stopped. One entry: the next query's first run replaces it. With it,
+    running a step again costs little: most of the stopped runs' work is reading, checking and decoding
+    that later runs find done (commit 4020d5a measured it at 10,000 papers)."""
 
     def __init__(self) -> None:
         self._last: tuple[Key, Value] | None = None

@@ -89,7 +89,7 @@ class PaperFinder:
             for word in title:
                 if word not in STOP_WORDS:
                     title_index.setdefault(word, set()).add(index)
-        # each word's papers as an array: at 10,000 papers the sets took 6.8 MB of the worker's heap
+        # each word's papers as an array, a fraction of what sets hold in the worker's heap (commit 7f00770)
         self._title_index = {word: array("I", sorted(owners)) for word, owners in title_index.items()}
         # how much a title word tells titles apart: "watermark" much, "language" and "models" little
         self._weight = {
@@ -154,9 +154,9 @@ class PaperFinder:
     @cached_property
     def _authors(self) -> list[list[list[str]]]:
         """Each paper's author names as folded words, made when a query first reads "X et al. 2020", not
-        when the site opens: at 10,000 papers, 91k names took a quarter of opening the site in CPython. A
-        name on several papers is one list: a reading list's authors recur (the scale bench's 10,000 papers:
-        17.0 MB of words where each paper had its own, 2.4 MB shared)."""
+        when the site opens, whose time they would lengthen (commit 7b13998). A name on several papers is
+        one list: a reading list's authors recur, so shared lists hold a fraction of the words (commit
+        7ba59f8)."""
         shared: dict[str, list[str]] = {}
         for paper in self._papers:
             for author in paper.authors:

@@ -30,12 +30,10 @@ Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
 # without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
 # Pyodide's WebAssembly memory grows in steps of a fifth and never shrinks, so what matters is the peak
-# need. At 10,000 papers over the scale bench's 276 questions, asked twice (scripts/worker_memory.py:
-# the allocator's statistics in Pyodide): with 32 MB its peak was 221 MB and the memory grew to 282 MB;
-# with 24 MB the peak is 210 MB and the memory stays at 235 MB. It costs a first-sight query 3 KB more
-# (median 374.9 -> 377.9 KB, p95 unchanged; CPython over the same questions). Halving this,
-# termindex.KEPT_POSTINGS and denselists.KEPT_LISTS took the median to 507 KB: later questions find less
-# of what earlier ones read.
+# need: this bound keeps the worker's memory at one step through the scale bench's questions at 10,000
+# papers, for a few KB more per first-sight query (commit 65bb913, measured with scripts/worker_memory.py).
+# Halving it, termindex.KEPT_POSTINGS and denselists.KEPT_LISTS would cost far more bytes per query:
+# later questions find less of what earlier ones read.
 CACHE_BYTES = 24 << 20
 
 
@@ -77,7 +75,7 @@ class BlockReader:
         self._read_range = read_range
         self._announce = announce
         # least recently used first; an OrderedDict, as a dict's first key is found by stepping over the
-        # slots of the keys dropped before it (at 10,000 papers 20 us a block kept, 9 ms a query in CPython)
+        # slots of the keys dropped before it, which grows with a long visit (commit 99e46c1)
         self._cache: OrderedDict[Block, bytes] = OrderedDict()
         self._cache_bytes = cache_bytes
         self._cached_bytes = 0

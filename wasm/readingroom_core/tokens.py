@@ -4,9 +4,10 @@ Sources are fitted to a budget before the model is known, in the browser and the
 count is a stdlib estimate. It aims at the hungriest tokenizers people run at home (Llama 2's 32k
 SentencePiece vocabulary, SmolLM2's 49k BPE), whose contexts are also the shortest: `count_tokens` is
 within ±10% of their real count on the prompts this project writes (measured by tests/test_answers.py
-against llama-tokenizer-js; docs/measurements has SmolLM2 and Gemma 3 through llama.cpp's own
-tokenizer). OpenAI's o200k and cl100k make fewer tokens of the same text (about 0.83 of the estimate),
-so for them the estimate is an over-count, which costs only unused context.
+against llama-tokenizer-js; SmolLM2 through llama.cpp's own tokenizer is in
+docs/measurements/local_llm.json, Gemma 3 in commit 4542dfd). OpenAI's o200k and cl100k make fewer
+tokens of the same text (about 0.83 of the estimate), so for them the estimate is an over-count, which
+costs only unused context.
 
 A context window of C tokens with A tokens kept for the answer leaves C - A for the prompt; the budget
 is that divided by `1 + FIT_MARGIN`, so an estimate up to 10% low still fits. The answer's room is the
@@ -20,8 +21,8 @@ import math
 import re
 
 LETTERS_PER_TOKEN = 4
-# Piece costs times SCALE is the estimate. Measured: the dev questions' prompts on the 112-paper site
-# count 0.73 (Llama 2) and 0.61 (o200k) of the piece costs times 1.1, so Llama 2 is 0.806 of the pieces.
+# Piece costs times SCALE is the estimate: Llama 2's real count of the dev questions' prompts on the
+# 112-paper site, as a share of the piece costs (commit 4542dfd).
 SCALE = 0.81
 # The part of the context kept free for the estimate's error.
 FIT_MARGIN = 0.1

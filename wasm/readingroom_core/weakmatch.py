@@ -4,7 +4,8 @@ nearest passages as answers ("purple elephant banana smoothie", a topic the list
 Both sides: the keyword side (how much of the query's weight, rare words weighing most, the best passage
 holds) and the dense side (the best cosine of query and passage). The floors come from
 scripts/calibrate_weak_match.py on the 112-paper mirror site, over the answerable questions of the
-dev, extra, tune and report sets (152) and the 41 queries of tests/data/questions-weak.jsonl:
+dev, extra, tune and report sets (152) and the 41 queries of tests/data/questions-weak.jsonl, which
+records what they call weak in docs/measurements/weak.json:
 
 - no answerable question has a best cosine under 0.354; nonsense and unrelated queries mostly score
   0.13-0.37, so under NOTHING_CLOSE (0.30) nothing is close in meaning;

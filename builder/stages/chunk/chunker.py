@@ -24,7 +24,7 @@ from readingroom_core.sitedata import chunk_id
 @dataclass(frozen=True)
 class ChunkSettings:
     target_tokens: int = (
-        240  # body tokens a chunk aims for (the model limit is the hard cap); README: "How ranking is set"
+        240  # body tokens a chunk aims for (the model limit is the hard cap); docs/ranking.md says why
     )
     min_tokens: int = 48  # a smaller tail is merged into the previous chunk of its section
     overlap_tokens: int = 48  # at most this many tokens of trailing sentences repeat in the next chunk
