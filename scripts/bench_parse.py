@@ -29,7 +29,6 @@ use_offline_environment()
 
 import pymupdf  # noqa: E402
 from measurements import add_record_option, begin  # noqa: E402
-from transformers import AutoTokenizer  # noqa: E402
 
 from builder.models import Chunk, ParsedPaper  # noqa: E402
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR, bundled_model_dir  # noqa: E402
@@ -68,6 +67,8 @@ class ChunkChecks:
     """What the chunks of every paper break, and the longest one as the embedder's tokenizer counts it."""
 
     def __init__(self, model_dir: Path):
+        from transformers import AutoTokenizer  # seconds to import: not for --help or an import check
+
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         self.problems: Counter[str] = Counter()
         self.longest = 0
