@@ -237,7 +237,10 @@ def test_bench_suggest_records_on_a_small_site(small_site, questions, records):
 
 @pytest.mark.parametrize(
     ("name", "bench", "args"),
-    [("bench_build", "build", ["--mirror", "MIRROR"]), ("bench_encoder", "encoder", ["--site", "SITE", "--json"])],
+    [
+        ("bench_build", "build", ["--mirror", "MIRROR"]),
+        ("bench_encoder", "encoder", ["--site", "SITE", "--json"]),
+    ],
 )
 def test_a_bench_too_slow_to_run_here_records_what_it_measures(name, bench, args, records, monkeypatch):
     figures = {"figure": {"seconds": 1.5, "bytes": 2048}}
