@@ -137,8 +137,7 @@ def bench(session: nox.Session) -> None:
         session.error(f"bench needs the arXiv mirror at {MIRROR}")
     work = Path(session.create_tmp()) / "bench"
     mirror = ["--mirror", str(MIRROR)]
-    session.run("python", "scripts/measure_parse.py", *mirror)
-    session.run("python", "scripts/measure_chunks.py", *mirror)
+    session.run("python", "scripts/bench_parse.py", *mirror, "--record")
     session.run("python", "scripts/bench_build.py", *mirror, "--work", str(work), "--record")
     session.run("python", "scripts/bench_embed.py", *mirror, "--cache", str(work / "cache"), "--record")
     session.run("python", "scripts/bench_ray.py", *mirror, "--work", str(work.parent / "ray"), "--record")

@@ -256,21 +256,8 @@ def drop_paper_from_cache(cache: Path, arxiv_id: str) -> None:
             path.unlink()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--mirror", type=Path, required=True)
-    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus" / "readingroom.toml")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench"))
-    parser.add_argument(
-        "--embed-sample", type=int, default=1000, help="chunks for the throughput rounds (0: skip)"
-    )
-    parser.add_argument("--no-quantization", action="store_true", help="skip the quantization figures")
-    add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("build")
-
+def measure(args: argparse.Namespace) -> dict:
+    """The three builds, then the throughput and quantization figures the options ask for."""
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     corpus = args.work / "readingroom.toml"
@@ -304,6 +291,24 @@ def main() -> int:
         )
     if not args.no_quantization:
         result["quantization"] = quantization_figures(corpus, site, cache, args.mirror)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mirror", type=Path, required=True)
+    parser.add_argument("--corpus", type=Path, default=REPO_ROOT / "corpus" / "readingroom.toml")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench"))
+    parser.add_argument(
+        "--embed-sample", type=int, default=1000, help="chunks for the throughput rounds (0: skip)"
+    )
+    parser.add_argument("--no-quantization", action="store_true", help="skip the quantization figures")
+    add_record_option(parser)
+    args = parser.parse_args(argv)
+    bench_run = begin("build", argv)
+    result = measure(args)
     print(json.dumps(result, indent=1))
     if args.record:
         bench_run.save(result)

@@ -273,7 +273,7 @@ def print_profile(site_name: str, interpreter: str, reply: dict) -> None:
             )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -290,8 +290,8 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also profile warm searches (largest site)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("core")
+    args = parser.parse_args(argv)
+    bench_run = begin("core", argv)
     if args.repeat < 2:
         parser.error("--repeat must be at least 2 (the first pass is reported apart)")
     use_pyodide = not args.no_pyodide

@@ -162,7 +162,7 @@ def summary(timing: dict[str, list[float]], vectors: np.ndarray, builds: np.ndar
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -172,8 +172,8 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=300, help="chunk texts per round")
     parser.add_argument("--rounds", type=int, default=3)
     add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("embed")
+    args = parser.parse_args(argv)
+    bench_run = begin("embed", argv)
     with tempfile.TemporaryDirectory(prefix="bench-embed-") as scratch:
         texts = sample_texts(args.corpus, args.cache, args.mirror, args.sample, Path(scratch))
         methods = settings(config.load_corpus(args.corpus), args.cache, Path(scratch))

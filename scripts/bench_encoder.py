@@ -89,18 +89,8 @@ def ratio(a: float, b: float) -> float | None:
     return round(a / b, 4) if b else None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--site", type=Path, required=True, help="a built site (the whole mirror)")
-    parser.add_argument("--beir-sample", type=int, default=300, help="queries per BEIR set")
-    parser.add_argument("--work", type=Path, help="where to export the encoder (default: a temp folder)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("encoder")
-
+def measure(args: argparse.Namespace) -> dict:
+    """Both exports' bytes, their query vectors' cosine to fp32 and dense retrieval with each."""
     from sentence_transformers import SentenceTransformer
 
     site = open_folder(args.site)
@@ -147,13 +137,28 @@ def main() -> None:
             for label, base in (("int8", "fp32"), ("new", "fp32"), ("new", "int8"))
         }
         report["dense"][name] = scores
+    return report
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--site", type=Path, required=True, help="a built site (the whole mirror)")
+    parser.add_argument("--beir-sample", type=int, default=300, help="queries per BEIR set")
+    parser.add_argument("--work", type=Path, help="where to export the encoder (default: a temp folder)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_record_option(parser)
+    args = parser.parse_args(argv)
+    bench_run = begin("encoder", argv)
+    report = measure(args)
     if args.record:
         bench_run.save(report)
     if args.json:
         print(json.dumps(report, indent=2))
-        return
-    print_report(report)
+    else:
+        print_report(report)
+    return 0
 
 
 def print_report(report: dict) -> None:
@@ -180,4 +185,4 @@ def print_report(report: dict) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

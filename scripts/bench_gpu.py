@@ -306,7 +306,7 @@ def record(
     return run.save(results)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -338,7 +338,7 @@ def main() -> int:
     step.add_argument("--beir", type=Path, required=True, help="the beir step's output")
     step.add_argument("--machine", required=True, help="CORES,SYSTEM,PYTHON,GPU of the GPU machine")
     step.add_argument("--command", action="append", default=[], help="a command the GPU machine ran")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.step == "record":
         print(record(args.embed, args.build, args.beir, args.machine, args.command))
         return 0

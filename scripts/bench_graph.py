@@ -103,7 +103,7 @@ def map_figures(site: Path, graph) -> dict:
     return {"projections": rows, "map_bytes": {"with_citations": size, "without_citations": no_edges}}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -111,8 +111,8 @@ def main() -> int:
     parser.add_argument("--site", type=Path, required=True, help="a site built from the mirror")
     parser.add_argument("--cache", type=Path, default=None, help="a build cache (default: a fresh one)")
     add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("graph")
+    args = parser.parse_args(argv)
+    bench_run = begin("graph", argv)
     cache = args.cache or Path(tempfile.mkdtemp(prefix="bench-graph-cache-"))
     references, matcher = mirror_references(args.mirror, cache)
     graph = build_graph(references, matcher)

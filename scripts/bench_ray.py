@@ -117,7 +117,7 @@ def summary(runs: list[tuple[float, dict]], local_wall: float | None) -> dict:
     return row
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -128,8 +128,8 @@ def main() -> int:
     parser.add_argument("--warm-cache", type=Path, help="copy parse, chunks and export from this cache")
     parser.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench-ray"))
     add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("ray")
+    args = parser.parse_args(argv)
+    bench_run = begin("ray", argv)
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     corpus = subset_corpus(args.corpus, args.papers, args.work / "readingroom.toml")

@@ -49,7 +49,7 @@ def summary(seconds: list[list[float]]) -> dict:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -59,8 +59,8 @@ def main() -> int:
     parser.add_argument("--no-pyodide", action="store_true")
     parser.add_argument("--json", type=Path)
     add_record_option(parser)
-    args = parser.parse_args()
-    bench_run = begin("suggest")
+    args = parser.parse_args(argv)
+    bench_run = begin("suggest", argv)
     questions = [
         json.loads(line)["query"] for line in args.questions.read_text().splitlines() if line.strip()
     ]

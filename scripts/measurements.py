@@ -32,6 +32,10 @@ DOCUMENT = REPO_ROOT / "docs" / "measurements.md"
 
 # Every bench that records, in the page's order: its section title and what it measures.
 BENCHES = {
+    "parse": (
+        "Parse and chunk",
+        "scripts/bench_parse.py: the mirror parsed and chunked, pages/s, and checks of the text and chunks.",
+    ),
     "build": ("Whole-mirror build", "scripts/bench_build.py: build times, embed throughput, artifact bytes."),
     "embed": (
         "Document embedding",
@@ -92,7 +96,8 @@ class BenchRun:
     commit: str | None
     machine: dict[str, Scalar]
 
-    def save(self, results: object, folder: Path = RECORDS) -> Path:
+    def save(self, results: object, folder: Path | None = None) -> Path:
+        folder = RECORDS if folder is None else folder  # read here, so a test can point it elsewhere
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.bench}.json"
         record = {**asdict(self), "results": results}

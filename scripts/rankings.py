@@ -53,7 +53,7 @@ def differences(before: dict, after: dict) -> list[str]:
     return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -62,7 +62,7 @@ def main() -> int:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, help="write the rankings here")
     target.add_argument("--against", type=Path, help="compare with rankings written earlier")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     use_offline_environment()
     load_onnxruntime_first()
     ranked = rankings(args.site, args.k)
