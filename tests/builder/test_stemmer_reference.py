@@ -8,6 +8,7 @@ No difference is tolerated: one means our stemmer has drifted from the algorithm
 a Snowball release that revised English, which would change every index.
 """
 
+import json
 import sys
 import tomllib
 from importlib.metadata import version
@@ -65,3 +66,21 @@ def test_a_difference_is_reported():
         return "different" if word == "running" else bench_stemmer.ours(word)
 
     assert bench_stemmer.differences({"running", "walked"}, reference) == [("running", "run", "different")]
+
+
+def test_the_bench_runs_end_to_end(tmp_path, capsys):
+    folder = tmp_path / "beir-tiny"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text(
+        '{"_id": "1", "title": "Running retrievers", "text": "Generalization of dense retrieval."}\n',
+        encoding="utf-8",
+    )
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "How do retrievers generalize?"}\n', encoding="utf-8"
+    )
+    assert bench_stemmer.main(["--beir", str(folder)]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert results["vocabularies"]["beir-tiny"]["differing stems"] == 0
+    # running, retrievers, generalization, dense, retrieval, generalize: "of", "how", "do" are stop words
+    assert results["vocabularies"]["all sources"]["words"] == 6
+    assert all(speed > 0 for speed in results["words per second (CPython, uncached)"].values())
