@@ -163,6 +163,7 @@ def bench(session: nox.Session) -> None:
         arg for name in ("scifact", "nfcorpus", "arguana") for arg in ("--data", str(SHARED / f"beir-{name}"))
     ]
     session.run("python", "scripts/bench_beir.py", *beir, "--record")
+    session.run("python", "scripts/bench_stemmer.py", *mirror, *beir, "--record")
     session.run("python", "scripts/measurements.py", "render")
 
 

@@ -65,6 +65,11 @@ BENCHES = {
         "scripts/calibrate_weak_match.py: answerable questions called weak (false alarms) and weak queries caught.",
     ),
     "beir": ("BEIR", "scripts/bench_beir.py: BEIR datasets through the site's pipeline and engine."),
+    "stemmer": (
+        "Stemmer",
+        "scripts/bench_stemmer.py: the core's Porter2 stemmer against snowballstemmer on the mirror's and "
+        "BEIR's vocabularies, and the words/s of each.",
+    ),
     "ray": ("Builds on Ray", "scripts/bench_ray.py: a cold-embed build, local and on a local Ray instance."),
     "gpu": (
         "Builds on a GPU machine",

@@ -14,9 +14,12 @@ import http.client
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from builder.providers import sse_events
 
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
@@ -40,23 +43,19 @@ class Exchange:
         return asdict(self)
 
 
-def read_sse_line(exchange: Exchange, line: bytes) -> None:
-    text = line.decode("utf-8", "replace").strip()
-    if text.startswith(":"):
-        exchange.comments += 1
-    elif text.startswith("data:"):
-        exchange.sse_events += 1
-        data = text[5:].strip()
-        if data == "[DONE]":
-            exchange.done_marker = True
-            return
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return
-        for choice in payload.get("choices") or [] if isinstance(payload, dict) else []:
-            if choice.get("finish_reason"):
-                exchange.finish_reasons.append(str(choice["finish_reason"]))
+def read_event(exchange: Exchange, data: str) -> None:
+    """Counts one SSE event of an OpenAI-compatible stream and notes [DONE] and any finish reasons."""
+    exchange.sse_events += 1
+    if data.strip() == "[DONE]":
+        exchange.done_marker = True
+        return
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return
+    for choice in payload.get("choices") or [] if isinstance(payload, dict) else []:
+        if choice.get("finish_reason"):
+            exchange.finish_reasons.append(str(choice["finish_reason"]))
 
 
 class WireRecorder:
@@ -117,13 +116,8 @@ class WireRecorder:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 try:
-                    for line in iter(response.readline, b""):
-                        if exchange.first_byte_s is None:
-                            exchange.first_byte_s = round(time.monotonic() - started, 3)
-                        exchange.response_bytes += len(line)
-                        read_sse_line(exchange, line)
-                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                        self.wfile.flush()
+                    for _, data in sse_events(self.passed_on(response, exchange, started)):
+                        read_event(exchange, data)
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
@@ -132,5 +126,20 @@ class WireRecorder:
                 finally:
                     exchange.total_s = round(time.monotonic() - started, 3)
                     upstream.close()
+
+            def passed_on(
+                self, response: http.client.HTTPResponse, exchange: Exchange, started: float
+            ) -> Iterator[bytes]:
+                """The response's lines, each sent on to the client as it arrives (so the client's
+                timing is the server's) before the SSE parser reads it."""
+                for line in iter(response.readline, b""):
+                    if exchange.first_byte_s is None:
+                        exchange.first_byte_s = round(time.monotonic() - started, 3)
+                    exchange.response_bytes += len(line)
+                    if line.startswith(b":"):
+                        exchange.comments += 1
+                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                    self.wfile.flush()
+                    yield line
 
         return Handler

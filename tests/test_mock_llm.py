@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 import pytest
 from support.mock_llm import MockLLM
 
+from builder.providers import sse_events
+
 PROMPT = (
     '<source n="1" cite="arXiv:2005.11401 p.3" title="RAG" section="Intro">\nWe endow pre-trained, '
     "parametric-memory generation models with a non-parametric memory through a general-purpose fine-tuning "
@@ -64,10 +66,12 @@ def test_anthropic_from_a_browser_needs_the_direct_access_header(llm):
         llm, "/v1/messages", body, {**headers, "anthropic-dangerous-direct-browser-access": "true"}
     )
     assert allowed.status == 200 and allowed.getheader("Access-Control-Allow-Origin") == "*"
-    events = allowed.read().decode().split("\n\n")
-    names = [e.split("\n")[0].removeprefix("event: ") for e in events if e]
+    events = [(name, json.loads(data)) for name, data in sse_events(iter(allowed.readline, b""))]
+    names = [name for name, _ in events]
     assert names[:3] == ["message_start", "content_block_start", "ping"] and names[-1] == "message_stop"
-    deltas = [json.loads(e.split("data: ", 1)[1])["delta"]["text"] for e in events if "text_delta" in e]
+    deltas = [
+        data["delta"]["text"] for _, data in events if data.get("delta", {}).get("type") == "text_delta"
+    ]
     assert len(deltas) > 3 and "[arXiv:2005.11401 p.3 " in "".join(deltas)
 
 
