@@ -1,8 +1,9 @@
-"""Developer tasks: `nox -s tests`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
+"""Developer tasks: `nox -s tests`, `nox -s core`, `nox -s build`, `nox -s bench`, `nox -s lint`."""
 
 import json
 import os
 import platform
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -33,6 +34,13 @@ def pinned(name: str) -> str:
     return next(d for d in dependencies if d.startswith(f"{name}=="))
 
 
+def dev_requirement(name: str) -> str:
+    """The dev extra's requirement for `name` (`pytest>=8`), as pyproject.toml gives it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    dev = project["optional-dependencies"]["dev"]
+    return next(d for d in dev if re.split(r"[^A-Za-z0-9._-]", d, maxsplit=1)[0] == name)
+
+
 def install(session: nox.Session, extras: str = "") -> None:
     # torch is pinned in pyproject to the CPU build; install it first, from the CPU index where one is
     # given, so nothing resolves a multi-GB CUDA build.
@@ -54,10 +62,22 @@ def install_browser_runtimes(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (small corpora; a few minutes). The ray extra too, so `build --ray` is tested."""
+    """The test suite: every layer of tests/ (small corpora; a few minutes).
+
+    The ray extra too, so `build --ray` is tested."""
     install(session, "[dev,ray]")
     install_browser_runtimes(session)
     session.run("pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """The fast lane: tests/core, the search core alone, with pytest the only package (under a minute).
+
+    The core is imported from wasm/, beside nothing else, as the browser's Pyodide has it. Not a default
+    session: `nox -s tests` runs these tests too."""
+    session.install(dev_requirement("pytest"))
+    session.run("pytest", "tests/core", *(session.posargs or ["-q"]), env={"PYTHONPATH": str(ROOT / "wasm")})
 
 
 @nox.session

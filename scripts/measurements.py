@@ -7,7 +7,7 @@ then renders docs/measurements.md, the one place the project's measured numbers 
     python scripts/measurements.py render    # rewrite docs/measurements.md from the records
     python scripts/measurements.py check     # exit 1 when docs/measurements.md is not what render writes
 
-The page is generated, never edited by hand; tests/test_measurements.py holds it to its records.
+The page is generated, never edited by hand; tests/repository/test_measurements.py holds it to its records.
 Results render generically: every dict of plain values is one table row, labelled by its path, and rows
 with the same columns share a table, so a bench needs no rendering code of its own.
 """

@@ -172,7 +172,7 @@ def trimmed_stdlib(full: bytes, imported: list[str]) -> bytes:
     """Pyodide's standard library (a zip) cut to what Python's boot and the core's import read (`imported`,
     paths in the zip), kept whole for each package they import from but `encodings` (of which a few common
     codecs are kept); frozen modules, such as os, are not read from it. Nothing else imports from it
-    later: the core imports nothing lazily (tests/test_render.py holds it to that), and a visitor runs no
+    later: the core imports nothing lazily (tests/builder/test_render.py holds it to that), and a visitor runs no
     other Python.
 
     Then what is imported is compiled (python_snapshot.mjs `compile`): a little more to download than the

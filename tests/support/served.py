@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from builder.commands.serve import serve_in_thread
+from support.builds import run_build
 from support.chromium import CHROMIUM
 from support.pyodide import missing_runtime
 
@@ -47,9 +48,7 @@ def corpus_text(
 
 def build_from_cache(root: Path, corpus: str, cache: Path, source, *extra: str) -> Path:
     """`corpus` built into root/site from a copy of `cache` (the suite's parsed texts and embeddings: no
-    model work again); `source` and `extra` as conftest.run_build takes them."""
-    from conftest import run_build
-
+    model work again); `source` and `extra` as support.builds.run_build takes them."""
     corpus_file = root / "corpus.toml"
     corpus_file.write_text(corpus, encoding="utf-8")
     shutil.copytree(cache, root / "cache")

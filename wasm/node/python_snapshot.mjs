@@ -85,7 +85,7 @@ function zeroFreeMemory(pyodide) {
 }
 
 // What a restored snapshot holds in malloc's free memory: {free, stale}, the bytes of its free chunks
-// (past the links malloc keeps at their start) and how many of them are not zero (tests/test_render.py).
+// (past the links malloc keeps at their start) and how many of them are not zero (tests/builder/test_render.py).
 function staleFreeBytes(module) {
   let free = 0;
   let stale = 0;

@@ -3,7 +3,7 @@
 Sources are fitted to a budget before the model is known, in the browser and the CLI alike, so the
 count is a stdlib estimate. It aims at the hungriest tokenizers people run at home (Llama 2's 32k
 SentencePiece vocabulary, SmolLM2's 49k BPE), whose contexts are also the shortest: `count_tokens` is
-within ±10% of their real count on the prompts this project writes (measured by tests/test_answers.py
+within ±10% of their real count on the prompts this project writes (measured by tests/builder/test_answers.py
 against llama-tokenizer-js; SmolLM2 through llama.cpp's own tokenizer is in
 docs/measurements/local_llm.json, Gemma 3 in commit 4542dfd). OpenAI's o200k and cl100k make fewer
 tokens of the same text (about 0.83 of the estimate), so for them the estimate is an over-count, which
