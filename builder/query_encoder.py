@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from builder.stages.encoder import CONFIG_FORMAT
+from readingroom_core.formats.manifest import Manifest
 from readingroom_core.ranges import BlockReader, folder_range_reader, folder_reader, whole_file_ranges
-from readingroom_core.sitedata import Manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory, word_piece_directory
 

@@ -27,8 +27,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "wasm"), str(ROOT / "scripts")]
 from bench_scale import QUESTION_SETS, read_questions  # noqa: E402
 
 from readingroom_core.analysis import analyze  # noqa: E402
+from readingroom_core.formats.manifest import read_manifest  # noqa: E402
 from readingroom_core.ranges import folder_reader  # noqa: E402
-from readingroom_core.sitedata import read_manifest  # noqa: E402
 from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks, read_term_directory  # noqa: E402
 
 PLACEHOLDER_SHA = "0" * 32

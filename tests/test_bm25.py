@@ -11,8 +11,8 @@ from readingroom_core.bm25 import (
     decode_entry,
     encode_entry,
 )
+from readingroom_core.formats.versioned import FORMAT_VERSION
 from readingroom_core.querysyntax import parse_query
-from readingroom_core.sitedata import FORMAT_VERSION
 from readingroom_core.termindex import TermLayout, read_term_directory
 
 CORPUS = [

@@ -10,6 +10,8 @@ import zlib
 
 import pytest
 
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.texts import PageRange, PaperText, TextChunk, chunk_id
 from readingroom_core.papertexts import (
     DICTIONARY_BYTES,
     GROUP_CHUNKS,
@@ -19,7 +21,6 @@ from readingroom_core.papertexts import (
     texts_file_bytes,
 )
 from readingroom_core.ranges import BlockReader, DamagedData
-from readingroom_core.sitedata import PageRange, PaperRecord, PaperText, TextChunk, chunk_id
 
 PATH = "data/texts.bin"
 WORDS = (

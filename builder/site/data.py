@@ -24,26 +24,14 @@ from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.stages.index import IndexParams
 from builder.titles import title_case
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
+from readingroom_core.formats.manifest import Artifact, Bm25Section, Counts, DataFiles, Manifest
+from readingroom_core.formats.papers import PaperRecord, PaperVector, SectionEntry, papers_bytes
+from readingroom_core.formats.texts import PageRange, PaperText, TextChunk
+from readingroom_core.formats.versioned import compact_json
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
 from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
-from readingroom_core.sitedata import (
-    Artifact,
-    Bm25Section,
-    ChunkTable,
-    Counts,
-    DataFiles,
-    Manifest,
-    PageRange,
-    PaperRecord,
-    PaperText,
-    PaperVector,
-    SectionEntry,
-    TextChunk,
-    chunk_table_bytes,
-    compact_json,
-    papers_bytes,
-)
 from readingroom_core.wordpieces import word_piece_directory
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text

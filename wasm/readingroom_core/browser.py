@@ -27,11 +27,12 @@ from typing import Any
 from readingroom_core import answers
 from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
 from readingroom_core.filters import Filters
+from readingroom_core.formats.manifest import MANIFEST_FILE, Manifest, read_manifest
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.versioned import gunzipped as unpacked
 from readingroom_core.library import CorpusLibrary
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.ranges import DamagedData, RangeRead, folder_range_reader, folder_reader
-from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
-from readingroom_core.sitedata import gunzipped as unpacked
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
 from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory

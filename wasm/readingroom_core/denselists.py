@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from readingroom_core.formats.versioned import FORMAT_VERSION, load_versioned
 from readingroom_core.hnsw import QUERY_RESOLUTION, dot
 from readingroom_core.lru import LastResult, Recent
 from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.ranges import Block, BlockReader
-from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 # Per block of rows, inside the checked list: 64 bits of its sha256, as the forward index and the text heads
 # keep of their groups. 128 bits took 16 of a row's 69 bytes in its list, 27 KB of a query's reads at

@@ -24,6 +24,9 @@ from typing import Any
 from readingroom_core.analysis import contains_phrase
 from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
 from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
+from readingroom_core.formats.chunks import read_chunk_table
+from readingroom_core.formats.manifest import DataFiles
+from readingroom_core.formats.texts import TextChunk
 from readingroom_core.fusion import (
     Fused,
     Ranking,
@@ -41,7 +44,6 @@ from readingroom_core.papertexts import PaperTexts
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
-from readingroom_core.sitedata import DataFiles, TextChunk, read_chunk_table
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
 from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_directory

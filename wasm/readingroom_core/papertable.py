@@ -15,8 +15,9 @@ import base64
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.versioned import FORMAT_VERSION, compact_json, load_versioned
 from readingroom_core.packedrows import PackedRows
-from readingroom_core.sitedata import FORMAT_VERSION, PaperRecord, compact_json, load_versioned
 
 # The record fields search reads: filters (year, categories, tags, authors), navigation (title, authors,
 # short names), result cards and citations (id, version, title, authors, year), the doc ids and where the

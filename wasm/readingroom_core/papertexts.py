@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.texts import PageRange, PaperText, TextChunk, chunk_id
+from readingroom_core.formats.versioned import compact_json
 from readingroom_core.lru import Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
-from readingroom_core.sitedata import PageRange, PaperRecord, PaperText, TextChunk, chunk_id, compact_json
 
 GROUP_CHUNKS = 8  # 16 took 0.95 of the bytes and twice each read; 4 took 1.07 (the mirror's texts)
 DICTIONARY_BYTES = 32 << 10  # deflate's window: a preset dictionary longer than this is never reached

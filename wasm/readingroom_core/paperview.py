@@ -1,7 +1,7 @@
 """The paper view of hybrid search: how close each paper as a whole is to the query.
 
 A question often describes a paper in other words than any one passage uses; the paper's vector
-(`sitedata.PaperVector`: its passages and its abstract together, stored by `papertable`) catches that.
+(`formats.papers.PaperVector`: its passages and its abstract together, stored by `papertable`) catches that.
 The engine adds each paper's similarity to its passages' fused scores (`fusion.with_paper_prior`) and
 lets the opening passage of the closest papers join the dense candidates (`with_openings`).
 """
@@ -13,10 +13,10 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from readingroom_core.filters import Allowed
+from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.fusion import Ranking
 from readingroom_core.lru import LastResult
 from readingroom_core.packedrows import PackedRows, integer_query
-from readingroom_core.sitedata import PaperRecord
 
 
 class PaperView:

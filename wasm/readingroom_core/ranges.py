@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from readingroom_core.sitedata import GZIP_SUFFIX, gunzipped
+from readingroom_core.formats.versioned import GZIP_SUFFIX, gunzipped
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
 # Told every range one read needs before any is read: the browser's worker fetches them all at once

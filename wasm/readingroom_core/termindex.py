@@ -58,9 +58,9 @@ from readingroom_core.bm25 import (
     term_weights,
     top_scores,
 )
+from readingroom_core.formats.versioned import FORMAT_VERSION, little_endian, load_versioned
 from readingroom_core.lru import LastResult, Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
-from readingroom_core.sitedata import FORMAT_VERSION, little_endian, load_versioned
 
 PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
 # Each page and each forward group is stored as a raw deflate stream (no header: its sha checks it). The

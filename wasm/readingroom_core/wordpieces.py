@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from readingroom_core.formats.versioned import FORMAT_VERSION, load_versioned
 from readingroom_core.ranges import Block, BlockReader
-from readingroom_core.sitedata import FORMAT_VERSION, load_versioned
 
 SCALE_BYTES = 4  # a row's float32 scale, after its codes
 # Rows per checked block (6.2 KB at width 384). The 50 tuning questions hold a median of 25 distinct
