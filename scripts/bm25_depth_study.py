@@ -7,7 +7,7 @@ candidate holds the term times the unread tail's mean weight). It reports the to
 exhaustive ranking, the postings read, and how many missed passages were candidates at all and what
 share of their score the prefix had seen: passages that are candidates but lack part of their score call
 for exact rescoring of the best candidates, not a deeper prefix. The last rows replay that rescoring (what
-`termindex.TermIndex.search` does with the forward file): the best `rescore` candidates by their prefix
+`readers.postings.TermIndex.search` does with the forward file): the best `rescore` candidates by their prefix
 score get their full scores.
 
 A large list can be stood in for by a small one read with a prefix cut to the same share of its passages:

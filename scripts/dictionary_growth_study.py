@@ -5,7 +5,7 @@ A dictionary entry names its term's pages by checksum, and a common term's posti
 in the entry (format 4) the block holding such a term grows with the list, and most queries read a few
 such blocks. This replays the site's own dictionary with each term's page count scaled by `--growth`
 (the vocabulary kept: a larger list's new words are rare ones, a page each) and cuts it into blocks the
-way `termindex.TermLayout` does, once with every checksum inline and once as the layout stores them now
+way `builder.writers.postings.TermLayout` does, once with every checksum inline and once as the layout stores them now
 (the sizes and shas of the first `--inline` pages, then the sha of the rest's records). It reports the
 terms file, the blocks and the bytes of dictionary blocks each question reads (median, p95).
 
@@ -26,10 +26,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "wasm"), str(ROOT / "scripts")]
 
 from bench_scale import QUESTION_SETS, read_questions  # noqa: E402
 
+from builder.writers.postings import _dictionary_blocks  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.formats.manifest import read_manifest  # noqa: E402
+from readingroom_core.formats.postings import INLINE_PAGES, read_term_directory  # noqa: E402
 from readingroom_core.ranges import folder_reader  # noqa: E402
-from readingroom_core.termindex import INLINE_PAGES, _dictionary_blocks, read_term_directory  # noqa: E402
 
 PLACEHOLDER_SHA = "0" * 32
 PLACEHOLDER_SIZE = 1000  # a full page's varints: 3.5-4 bytes a posting

@@ -19,9 +19,9 @@ from readingroom_core.browser import open_folder
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes, read_chunk_table
 from readingroom_core.formats.manifest import manifest_bytes, read_manifest
 from readingroom_core.formats.papers import PaperVector, papers_bytes, read_papers
+from readingroom_core.formats.postings import PAGE_ENTRIES
 from readingroom_core.formats.texts import PaperText
 from readingroom_core.ranges import folder_reader
-from readingroom_core.termindex import PAGE_ENTRIES
 
 
 @pytest.fixture(scope="module")

@@ -50,9 +50,10 @@ def speller(passages, tmp_path, announce=None):
 
     from builder.site.search_files import index_files, plain_name
     from readingroom_core.bm25 import build_postings
+    from readingroom_core.formats.postings import read_term_directory
     from readingroom_core.ranges import BlockReader, folder_range_reader
+    from readingroom_core.readers.postings import TermIndex
     from readingroom_core.spelling import Speller
-    from readingroom_core.termindex import TermIndex, read_term_directory
 
     vectors = np.random.default_rng(0).normal(size=(len(passages), 384))
     built = index_files(

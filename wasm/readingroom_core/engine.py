@@ -26,6 +26,7 @@ from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseList
 from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
 from readingroom_core.formats.chunks import read_chunk_table
 from readingroom_core.formats.manifest import DataFiles
+from readingroom_core.formats.postings import DEFAULT_PREFIX, read_term_directory
 from readingroom_core.formats.texts import TextChunk
 from readingroom_core.fusion import (
     Fused,
@@ -44,9 +45,9 @@ from readingroom_core.papertexts import PaperTexts
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
+from readingroom_core.readers.postings import TermIndex
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
-from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_directory
 
 MODES = ("hybrid", "bm25", "dense")
 FUSIONS = ("weighted", "rrf")

@@ -44,7 +44,7 @@ class DataFiles:
     dense: str = ""  # the dense directory (readingroom_core.denselists)
     paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
     paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
-    # The postings' forward index (termindex.py; its directory names it too): read by range like the other
+    # The postings' forward index (`formats.forward`; their directory names it too): read by range like the other
     # postings files, but whole by the first query of several words, so the browser fetches it while
     # Python boots, before the encoder's download shares the line.
     forward_index: str = ""

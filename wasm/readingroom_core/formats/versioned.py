@@ -38,6 +38,11 @@ def compact_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def sorted_json(data: Any) -> bytes:
+    """The ranged indexes' directories and dictionary blocks as stored: keys sorted, ASCII, no NaN."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
 def load_versioned(data: bytes | str, what: str, key: str = "v") -> dict[str, Any]:
     """A site file's JSON, refused unless its `key` holds this reader's FORMAT_VERSION."""
     loaded = json.loads(data)
