@@ -1,5 +1,5 @@
 """How much the ranged indexes' bounds cost in ranking, and what they save in bytes: the study behind
-`formats.postings.DEFAULT_PREFIX` and `denselists.DEFAULT_SCAN` / `DEFAULT_RESCORE`.
+`formats.postings.DEFAULT_PREFIX` and `readers.dense.DEFAULT_SCAN` / `DEFAULT_RESCORE`.
 
 For each question set and each bound it reports, against the exhaustive search over the same files
 (every posting read; every list probed and every row rescored):

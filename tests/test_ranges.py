@@ -13,11 +13,11 @@ import pytest
 
 import readingroom_core.readers.postings as termindex
 from builder.site.search_files import index_files, plain_name
-from builder.stages.dense_lists import assign, cosines, dense_files, grouped
 from builder.stages.index import quantize
+from builder.writers.dense import assign, cosines, dense_files, grouped
 from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import BM25Index, build_postings, sum_scores
-from readingroom_core.denselists import DenseDirectory, DenseLists, code_scorer, read_dense_directory
+from readingroom_core.formats.dense import DenseDirectory, read_dense_directory
 from readingroom_core.formats.postings import (
     INLINE_PAGES,
     PAGE_ENTRIES,
@@ -35,6 +35,7 @@ from readingroom_core.ranges import (
     folder_reader,
     whole_file_ranges,
 )
+from readingroom_core.readers.dense import DenseLists, code_scorer
 from readingroom_core.readers.postings import TermIndex
 
 WORDS = [f"w{n}" for n in range(400)]

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from builder.stages.dense_lists import dense_files
 from builder.stages.index import IndexParams, calibrate_scale, quantize
+from builder.writers.dense import dense_files
 from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import Postings, build_postings
 from readingroom_core.formats.versioned import sorted_json

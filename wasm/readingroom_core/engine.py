@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from readingroom_core.analysis import contains_phrase
-from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
 from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
 from readingroom_core.formats.chunks import read_chunk_table
+from readingroom_core.formats.dense import read_dense_directory
 from readingroom_core.formats.manifest import DataFiles
 from readingroom_core.formats.postings import DEFAULT_PREFIX, read_term_directory
 from readingroom_core.formats.texts import TextChunk
@@ -45,6 +45,7 @@ from readingroom_core.papertexts import PaperTexts
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
+from readingroom_core.readers.dense import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists
 from readingroom_core.readers.postings import TermIndex
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller

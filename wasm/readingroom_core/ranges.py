@@ -34,8 +34,8 @@ Reader = Callable[[str], bytes]
 # the allocator's statistics in Pyodide): with 32 MB its peak was 221 MB and the memory grew to 282 MB;
 # with 24 MB the peak is 210 MB and the memory stays at 235 MB. It costs a first-sight query 3 KB more
 # (median 374.9 -> 377.9 KB, p95 unchanged; CPython over the same questions). Halving this,
-# readers.postings.KEPT_POSTINGS and denselists.KEPT_LISTS took the median to 507 KB: later questions find less
-# of what earlier ones read.
+# readers.postings.KEPT_POSTINGS and readers.dense.KEPT_LISTS took the median to 507 KB: later questions
+# find less of what earlier ones read.
 CACHE_BYTES = 24 << 20
 
 

@@ -41,7 +41,7 @@ class DataFiles:
     vocab: str = ""
     char_classes: str = ""
     graph: str = ""
-    dense: str = ""  # the dense directory (readingroom_core.denselists)
+    dense: str = ""  # the dense directory (`formats.dense`)
     paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
     paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
     # The postings' forward index (`formats.forward`; their directory names it too): read by range like the other
