@@ -9,7 +9,7 @@ ONNX encoder, once, and both interpreters get the same ones.
 
 Synthetic sites (cached under --work): chunk texts are bags of words drawn from the unigram distribution
 of the site's chunks plus BEIR SciFact abstracts, with the real chunks' lengths; vectors are random
-mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.stages.index, so
+mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.writers.hnsw, so
 the HNSW graph sees clustered, sentence-like data rather than uniform noise.
 """
 

@@ -13,7 +13,7 @@ against exact float32 with random passages as queries.
 
 Conclusion (Nov 2026, all papers): global scale at the 99.99th percentile of |x_i| with the query kept
 in float keeps nDCG@10 and reaches ~0.987 top-10 recall vs exact float32 at ef 64 (usearch's own i8
-cast: ~0.95). builder/stages/index.py and readingroom_core/hnsw.py use that as their default.
+cast: ~0.95). builder/writers/hnsw.py and readingroom_core/readers/hnsw.py use that as their default.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class Row:
 
 def reader_search(path: Path, query: np.ndarray, ef: int) -> tuple[np.ndarray, float]:
     """Our stdlib reader with a float query; returns keys (one spare hit) and mean ms per query."""
-    from readingroom_core.hnsw import UsearchFile
+    from readingroom_core.readers.hnsw import UsearchFile
 
     reader = UsearchFile.from_bytes(path.read_bytes())
     started = time.perf_counter()
@@ -223,7 +223,7 @@ def study(
 ) -> list[Row]:
     from usearch.index import Index
 
-    from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
+    from builder.writers.hnsw import IndexParams, calibrate_scale, quantize, write_index
 
     float_query = queries.vectors
     exact = top_keys(cosine_scores(float_query, vectors), queries)
@@ -281,8 +281,8 @@ def study(
 
 def reader_timing(vectors: np.ndarray, queries: np.ndarray, rows: int, efs: list[int]) -> str:
     """CPython µs per query of the stdlib reader on `rows` vectors (real ones, repeated with jitter)."""
-    from builder.stages.index import write_index
-    from readingroom_core.hnsw import UsearchFile, quantize_query
+    from builder.writers.hnsw import write_index
+    from readingroom_core.readers.hnsw import UsearchFile, quantize_query
 
     rng = np.random.default_rng(1)
     picked = vectors[rng.integers(0, len(vectors), rows)]

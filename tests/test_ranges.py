@@ -13,8 +13,8 @@ import pytest
 
 import readingroom_core.readers.postings as termindex
 from builder.site.search_files import index_files, plain_name
-from builder.stages.index import quantize
 from builder.writers.dense import assign, cosines, dense_files, grouped
+from builder.writers.hnsw import quantize
 from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import BM25Index, build_postings, sum_scores
 from readingroom_core.formats.dense import DenseDirectory, read_dense_directory

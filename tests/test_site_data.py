@@ -12,7 +12,7 @@ from usearch.index import Index
 
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
-from builder.stages.index import USEARCH_VERSION, hnsw_path
+from builder.writers.hnsw import USEARCH_VERSION, hnsw_path
 from readingroom_core import papertable, papertexts
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder

@@ -22,8 +22,8 @@ from builder.site.search_files import search_index_files
 from builder.site.store import stored_gzipped, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
-from builder.stages.index import IndexParams
 from builder.titles import title_case
+from builder.writers.hnsw import IndexParams
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
 from readingroom_core.formats.manifest import Artifact, Bm25Section, Counts, DataFiles, Manifest
 from readingroom_core.formats.papers import PaperRecord, PaperVector, SectionEntry, papers_bytes

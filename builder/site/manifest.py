@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.stages.embed import ModelIdentity
-from builder.stages.index import IndexParams
+from builder.writers.hnsw import IndexParams
 from readingroom_core.formats.manifest import (
     MANIFEST_FILE,
     Artifact,

@@ -1,7 +1,7 @@
 """The files search reads, as bytes by site path: the postings directory, dictionary, pages and forward
-file (`writers/postings.py`, `writers/forward.py`) and the dense directory, lists and rows (`readingroom_core.denselists`,
-`stages/dense_lists.py`), quantized as `stages/index.py` quantizes the HNSW file (which the build keeps in
-its cache: search does not read it).
+file (`writers/postings.py`, `writers/forward.py`) and the dense directory, lists and rows
+(`writers/dense.py`), quantized as `writers/hnsw.py` quantizes the HNSW file (which the build writes
+beside the site: search does not read it).
 
 The site build and the BEIR evaluation both write their indexes through `search_index_files`, so the
 files `eval-beir` measures are the ones a site ships; only the naming differs (content-hashed names on a
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from builder.stages.index import IndexParams, calibrate_scale, quantize
 from builder.writers.dense import dense_files
+from builder.writers.hnsw import IndexParams, calibrate_scale, quantize
 from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import Postings, build_postings
 from readingroom_core.formats.versioned import sorted_json

@@ -23,10 +23,10 @@ from itertools import pairwise
 from typing import Any
 
 from readingroom_core.formats.dense import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory
-from readingroom_core.hnsw import QUERY_RESOLUTION, dot
 from readingroom_core.lru import LastResult, Recent
 from readingroom_core.packedrows import PackedRows, integer_query
 from readingroom_core.ranges import Block, BlockReader
+from readingroom_core.readers.hnsw import QUERY_RESOLUTION, dot
 
 # Rows whose codes a query scores (the nearest lists until they hold this many) and rows it rescores;
 # 0 is all. A budget in rows, not lists, so the bytes a query reads do not grow with the list count
