@@ -49,10 +49,10 @@ from support.pyodide import (  # noqa: E402
 )
 
 from builder.site.runtime import build_core_wheel  # noqa: E402
+from builder.writers.texts import preset_dictionary, texts_file_bytes  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
 from readingroom_core.formats.dense import read_dense_directory  # noqa: E402
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes  # noqa: E402
 from readingroom_core.ranges import (  # noqa: E402
     BlockReader,
     folder_range_reader,

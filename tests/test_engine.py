@@ -13,6 +13,7 @@ import pytest
 
 import readingroom_core
 from builder.site.search_files import plain_name, search_index_files
+from builder.writers.texts import preset_dictionary, texts_file_bytes
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index, build_postings
 from readingroom_core.engine import SearchEngine, SearchOptions
@@ -22,7 +23,6 @@ from readingroom_core.formats.dense import read_dense_directory
 from readingroom_core.formats.manifest import DataFiles
 from readingroom_core.formats.papers import PaperRecord, SectionEntry, papers_bytes
 from readingroom_core.formats.texts import PaperText, TextChunk
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 from readingroom_core.querysyntax import QuerySyntaxError
 from readingroom_core.readers.dense import fine_query
 

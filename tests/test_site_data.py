@@ -10,10 +10,11 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
+import builder.writers.texts as papertexts
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
 from builder.writers.hnsw import USEARCH_VERSION, hnsw_path
-from readingroom_core import papertable, papertexts
+from readingroom_core import papertable
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes, read_chunk_table

@@ -295,7 +295,7 @@ def test_a_site_that_cannot_search_says_so_in_one_line(visit_tampered, damage, s
 
 
 def text_head_of(site: Path, paper_id: str) -> tuple[Path, int, int]:
-    """The texts file, and where the paper's head lies in it (papertexts.py: papers in table order)."""
+    """The texts file, and where the paper's head lies in it (formats/texts.py: papers in table order)."""
     manifest = manifest_of(site)
     table = read_paper_table(folder_reader(site)(manifest["files"]["paper_table"]))
     index = next(i for i, paper in enumerate(table) if paper.id == paper_id)

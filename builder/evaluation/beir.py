@@ -25,11 +25,11 @@ from builder.evaluation.metrics import evaluate
 from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
 from builder.scratch import write_atomically
+from builder.writers.texts import preset_dictionary, texts_file_bytes
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
 from readingroom_core.formats.manifest import DataFiles
 from readingroom_core.formats.papers import PaperRecord, papers_bytes
 from readingroom_core.formats.texts import PageRange, PaperText, TextChunk
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 
 MODES = ("bm25", "dense", "hybrid")
 MEASURES = (("ndcg", 10), ("recall", 100))

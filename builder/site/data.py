@@ -8,7 +8,6 @@ the formats."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +23,13 @@ from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
 from builder.titles import title_case
 from builder.writers.hnsw import IndexParams
+from builder.writers.texts import paper_text, preset_dictionary, texts_file_bytes
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
 from readingroom_core.formats.manifest import Artifact, Bm25Section, Counts, DataFiles, Manifest
 from readingroom_core.formats.papers import PaperRecord, PaperVector, SectionEntry, papers_bytes
-from readingroom_core.formats.texts import PageRange, PaperText, TextChunk
 from readingroom_core.formats.versioned import compact_json
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
 from readingroom_core.wordpieces import word_piece_directory
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
@@ -113,7 +111,7 @@ class WrittenTexts:
 
 
 def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> WrittenTexts:
-    """The texts file (`readingroom_core.papertexts`) and its preset dictionary, and each paper's record
+    """The texts file (`writers/texts.py`) and its preset dictionary, and each paper's record
     naming its part of that file; `vectors`: the papers' float vectors (the paper view), stored in the
     records."""
     texts = [paper_text(paper.meta.arxiv_id, paper.chunks, paper.parsed) for paper in papers]
@@ -138,16 +136,6 @@ def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.nd
         records,
         write_hashed(out_dir, "data", "texts", ".bin", data),
         write_hashed(out_dir, "data", "text-dictionary", ".bin", dictionary),
-    )
-
-
-def paper_text(arxiv_id: str, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
-    """A paper's chunks with their spans, and the span of every page, so a cited page's text can be
-    rebuilt from the chunks and a quote checked against exactly that page."""
-    return PaperText(
-        id=arxiv_id,
-        chunks=tuple(TextChunk(c.chunk_id, c.char_start, c.char_end, c.text) for c in chunks),
-        pages=tuple(PageRange(p.page, p.start, p.end) for p in parsed.pages),
     )
 
 

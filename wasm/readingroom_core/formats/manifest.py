@@ -48,7 +48,7 @@ class DataFiles:
     # postings files, but whole by the first query of several words, so the browser fetches it while
     # Python boots, before the encoder's download shares the line.
     forward_index: str = ""
-    texts: str = ""  # the paper texts (readingroom_core.papertexts), read by range
+    texts: str = ""  # the paper texts (`formats.texts`), read by range
     text_dictionary: str = ""  # the preset dictionary their groups deflate against
 
     def to_json(self) -> dict[str, str]:

@@ -28,7 +28,7 @@ class SectionEntry:
 @dataclass(frozen=True)
 class PaperRecord:
     """One paper of the papers file. Its chunks are doc ids `first_chunk … first_chunk + chunk_count - 1`;
-    `text_bytes` is (its head's size, its whole size) in the texts file (`papertexts`), papers in table
+    `text_bytes` is (its head's size, its whole size) in the texts file (`formats.texts`), papers in table
     order; `vector` is what the paper as a whole is about (see
     `PaperVector`), absent where a site has no paper view (BEIR, where a passage is its own paper)."""
 
@@ -54,7 +54,7 @@ class PaperRecord:
     sections: tuple[SectionEntry, ...] = ()
     vector: str | None = None
     short_names: tuple[str, ...] = ()  # "LoRA", "BERT": names the paper gives itself (navigation.short_names)
-    text_sha256: str = ""  # its text head's sha256 prefix (papertexts.SHA_DIGITS)
+    text_sha256: str = ""  # its text head's sha256 prefix (formats.texts.SHA_DIGITS)
 
     @property
     def doc_ids(self) -> range:
