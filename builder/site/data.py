@@ -24,13 +24,13 @@ from builder.stages.encoder import cached_query_encoder
 from builder.titles import title_case
 from builder.writers.hnsw import IndexParams
 from builder.writers.texts import paper_text, preset_dictionary, texts_file_bytes
+from builder.writers.wordpieces import word_piece_directory
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
 from readingroom_core.formats.manifest import Artifact, Bm25Section, Counts, DataFiles, Manifest
 from readingroom_core.formats.papers import PaperRecord, PaperVector, SectionEntry, papers_bytes
 from readingroom_core.formats.versioned import compact_json
 from readingroom_core.navigation import short_names
 from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
-from readingroom_core.wordpieces import word_piece_directory
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
 

@@ -37,15 +37,15 @@ class DataFiles:
     chunks: str
     postings: str
     encoder: str = ""
-    word_pieces: str = ""  # the directory of the encoder's word-piece rows (readingroom_core.wordpieces)
+    word_pieces: str = ""  # the directory of the encoder's word-piece rows (`formats.wordpieces`)
     vocab: str = ""
     char_classes: str = ""
     graph: str = ""
     dense: str = ""  # the dense directory (`formats.dense`)
     paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
     paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
-    # The postings' forward index (`formats.forward`; their directory names it too): read by range like the other
-    # postings files, but whole by the first query of several words, so the browser fetches it while
+    # The postings' forward index (`formats.forward`; their directory names it too): read by range like the
+    # other postings files, but whole by the first query of several words, so the browser fetches it while
     # Python boots, before the encoder's download shares the line.
     forward_index: str = ""
     texts: str = ""  # the paper texts (`formats.texts`), read by range
