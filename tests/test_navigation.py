@@ -9,9 +9,9 @@ from conftest import MIRROR_PAPERS
 
 from builder.cli import main
 from builder.paths import DEV_QUESTIONS
-from builder.site.data import paper_record
 from builder.site.manifest import read_manifest
 from builder.stages.fetch.sources import meta_from_mirror
+from builder.writers.papers import paper_record
 from readingroom_core.filters import Filters, PaperKeys, normalized
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.navigation import PaperFinder, short_names

@@ -14,15 +14,16 @@ import builder.writers.texts as papertexts
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
 from builder.writers.hnsw import USEARCH_VERSION, hnsw_path
-from readingroom_core import papertable
+from builder.writers.papers import paper_table_bytes
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes, read_chunk_table
 from readingroom_core.formats.manifest import manifest_bytes, read_manifest
-from readingroom_core.formats.papers import PaperVector, papers_bytes, read_papers
+from readingroom_core.formats.papers import TABLE_FIELDS, PaperVector, papers_bytes, read_papers
 from readingroom_core.formats.postings import PAGE_ENTRIES
 from readingroom_core.formats.texts import PaperText
 from readingroom_core.ranges import folder_reader
+from readingroom_core.readers.papers import read_paper_table, read_paper_vectors
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +179,7 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
         ((head, whole), sha) for head, whole, sha in located
     ]
     paper_table_data = folder_reader(out)(manifest.files.paper_table)
-    assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
+    assert paper_table_bytes(read_paper_table(paper_table_data)) == paper_table_data
 
 
 def test_the_chunk_table_stores_each_column_in_the_fewest_bytes_and_refuses_a_damaged_one(site):
@@ -216,10 +217,10 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     manifest = read_manifest((out / "manifest.json").read_bytes())
     full_data = folder_reader(out)(manifest.files.papers)
     table_data = folder_reader(out)(manifest.files.paper_table)
-    full, table = read_papers(full_data), papertable.read_paper_table(table_data)
+    full, table = read_papers(full_data), read_paper_table(table_data)
     assert len(table_data) < len(full_data) / 4  # these papers' abstracts are short; the mirror's: 0.12
-    assert papertable.read_paper_table(full_data) == table  # the table's fields, read from either file
-    keep = set(papertable.TABLE_FIELDS)
+    assert read_paper_table(full_data) == table  # the table's fields, read from either file
+    keep = set(TABLE_FIELDS)
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
@@ -227,8 +228,8 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     signed, dims = memoryview(data).cast("b"), manifest.model.dims
     rows = [list(signed[at : at + dims]) for at in range(0, len(data), dims)]
     assert rows == [PaperVector.decode(paper.vector or "") for paper in full]
-    assert papertable.read_paper_vectors(data, len(full)).rows == len(full)
+    assert read_paper_vectors(data, len(full)).rows == len(full)
     gzipped = {artifact.path for artifact in manifest.artifacts if artifact.path.endswith(".gz")}
     assert {manifest.files.paper_table + ".gz", manifest.files.papers + ".gz"} <= gzipped
     with pytest.raises(ValueError, match="do not hold 2 equal rows"):
-        papertable.read_paper_vectors(b"\x01\x02\x03", 2)
+        read_paper_vectors(b"\x01\x02\x03", 2)

@@ -20,8 +20,8 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.engine import SearchOptions
-from readingroom_core.papertable import read_paper_table
 from readingroom_core.ranges import folder_reader
+from readingroom_core.readers.papers import read_paper_table
 
 pytestmark = pytest.mark.browser
 

@@ -40,11 +40,11 @@ from readingroom_core.fusion import (
 from readingroom_core.lru import LastResult
 from readingroom_core.navigation import PaperFinder, named_first
 from readingroom_core.packedrows import PackedRows
-from readingroom_core.papertable import read_paper_table, read_paper_vectors
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
 from readingroom_core.readers.dense import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists
+from readingroom_core.readers.papers import read_paper_table, read_paper_vectors
 from readingroom_core.readers.postings import TermIndex
 from readingroom_core.readers.texts import PaperTexts
 from readingroom_core.snippets import make_snippet

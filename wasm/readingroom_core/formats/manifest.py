@@ -42,8 +42,8 @@ class DataFiles:
     char_classes: str = ""
     graph: str = ""
     dense: str = ""  # the dense directory (`formats.dense`)
-    paper_table: str = ""  # what search loads of the papers (papertable.py); "": it reads `papers`
-    paper_vectors: str = ""  # the paper view's int8 rows (papertable.py); "": no paper view
+    paper_table: str = ""  # what search loads of the papers (`formats.papers`); "": it reads `papers`
+    paper_vectors: str = ""  # the paper view's int8 rows (`formats.papers`); "": no paper view
     # The postings' forward index (`formats.forward`; their directory names it too): read by range like the
     # other postings files, but whole by the first query of several words, so the browser fetches it while
     # Python boots, before the encoder's download shares the line.

@@ -1,8 +1,16 @@
-"""The papers file (`data/papers.*.json`): `{"v", "papers": [PaperRecord, ...]}` in reading-list order, for
-the pages; search loads the paper table and the papers' vectors instead (`readers/papers.py`, written by
-builder/writers/papers.py), made of the same records.
+"""The papers, as the pages read them and as search loads them.
 
-A paper's chunks are doc ids `first_chunk … first_chunk + chunk_count - 1` (`formats.chunks`), and its
+- the papers file (`data/papers.*.json`, `files.papers`): `{"v", "papers": [PaperRecord, ...]}` in
+  reading-list order: everything a paper page shows (abstract, headings, links, note, vector); 3.7 KB a
+  paper, 1.3 MB gzipped for 1,000 papers;
+- the paper table (`files.paper_table`): `{"v", "papers": [...]}` with only the fields search reads
+  (`TABLE_FIELDS`, about a tenth), so keyword search starts without the rest;
+- the papers' vectors (`files.paper_vectors`): the paper view needs every paper's vector, but only once
+  semantic search is up; one int8 row per paper in table order (the same values as `PaperVector`, 384
+  bytes instead of 512 characters), fetched with the dense directory.
+
+builder/writers/papers.py writes them, `readers/papers.py` reads the table and the vectors. A paper's
+chunks are doc ids `first_chunk … first_chunk + chunk_count - 1` (`formats.chunks`), and its
 `text_bytes` and `text_sha256` locate and check its part of the texts file (`formats.texts`).
 """
 
@@ -14,6 +22,23 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from readingroom_core.formats.versioned import FORMAT_VERSION, compact_json, load_versioned
+
+# The record fields search reads: filters (year, categories, tags, authors), navigation (title, authors,
+# short names), result cards and citations (id, version, title, authors, year), the doc ids and where the
+# text lies in the texts file, with its head's checksum (`formats.texts`).
+TABLE_FIELDS = (
+    "id",
+    "version",
+    "title",
+    "authors",
+    "year",
+    "categories",
+    "tags",
+    "short_names",
+    "chunks",
+    "text",
+    "text_sha256",
+)
 
 
 @dataclass(frozen=True)
