@@ -47,7 +47,7 @@ from builder.commands.serve import serve_in_thread
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import embedding_text
 from readingroom_core.readers.dense import fine_query
 

@@ -25,8 +25,8 @@ from readingroom_core.browser import (
     open_site,
     sha256_hex,
 )
-from readingroom_core.engine import SearchOptions
 from readingroom_core.formats.texts import GROUP_CHUNKS
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import embedding_text
 from readingroom_core.ranges import folder_range_reader, folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer

@@ -16,13 +16,14 @@ from builder.site.search_files import plain_name, search_index_files
 from builder.writers.texts import preset_dictionary, texts_file_bytes
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index, build_postings
-from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.engine import SearchEngine
 from readingroom_core.filters import Filters
 from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
 from readingroom_core.formats.dense import read_dense_directory
 from readingroom_core.formats.manifest import DataFiles
 from readingroom_core.formats.papers import PaperRecord, SectionEntry, papers_bytes
 from readingroom_core.formats.texts import PaperText, TextChunk
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import QuerySyntaxError
 from readingroom_core.readers.dense import fine_query
 

@@ -9,10 +9,10 @@ import pytest
 from builder.stages.embed import about_text, paper_vector
 from builder.writers.papers import paper_vectors_bytes
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import SearchOptions
 from readingroom_core.filters import Allowed
 from readingroom_core.formats.papers import PaperRecord, PaperVector, read_papers
 from readingroom_core.fusion import Fused, with_paper_prior
+from readingroom_core.options import SearchOptions
 from readingroom_core.packedrows import MAX_QUERY
 from readingroom_core.paperview import PaperView, most_similar_first
 from readingroom_core.ranges import folder_reader

@@ -17,7 +17,7 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import REPO_ROOT
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 
 pytestmark = pytest.mark.browser
 

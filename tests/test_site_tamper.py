@@ -19,7 +19,7 @@ from support.chromium import TOP_CHUNK_IDS, wait_for
 from support.served import build_from_cache, corpus_text, require_browser, serving
 
 from builder.evaluation.evaluate import top_chunk_ids
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 from readingroom_core.ranges import folder_reader
 from readingroom_core.readers.papers import read_paper_table
 

@@ -326,7 +326,7 @@ def evaluate_dataset(
 
 def search_options(settings: EvalSettings, mode: str):
     """Engine options for one mode: the site's fusion defaults unless overridden, diversity caps off."""
-    from readingroom_core.engine import SearchOptions
+    from readingroom_core.options import SearchOptions
 
     defaults = SearchOptions()
     return SearchOptions(
