@@ -27,9 +27,9 @@ FORMAT_VERSION = 10  # 2: postings and vectors read by range, the citation graph
 # dense lists' codes are their rows' residuals from the list's mean, with a weight byte a row; 8: the chunk
 # table's columns typed (a binary file), 64 bits of each forward group's sha256 in the forward index, a
 # text file without the chunk ids its chunks rebuild (`chunk_id`), a paper table without the text paths it
-# rebuilds (`papertable.paper_text_path`); 9: paper texts in one ranged file, a head per paper and chunks
-# in deflated groups (`formats.texts`), read a group at a time, not a paper's whole text; 10: 64 bits of
-# each dense row's sha256 in its list, not 128
+# rebuilds; 9: paper texts in one ranged file, a head per paper and chunks in deflated groups
+# (`formats.texts`), read a group at a time, not a paper's whole text; 10: 64 bits of each dense row's
+# sha256 in its list, not 128
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_SUFFIX = ".gz"  # a file stored gzipped is `<its path>.gz` (builder/site/store.py)
 
