@@ -16,7 +16,7 @@ from pathlib import Path
 from builder.citation_match import ListPaper, ReferenceMatcher
 from builder.models import IngestedPaper, PaperMeta
 from builder.references import PaperReferences, cached_references
-from readingroom_core.sitedata import FORMAT_VERSION, compact_json, load_versioned
+from readingroom_core.formats.versioned import FORMAT_VERSION, compact_json, load_versioned
 
 
 @dataclass(frozen=True)

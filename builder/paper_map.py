@@ -1,6 +1,6 @@
 """The map of the list on the corpus page: every paper a point placed by what it is about.
 
-Each paper's stored vector (`sitedata.PaperVector`, what related papers and the paper view use) is
+Each paper's stored vector (`formats.papers.PaperVector`, what related papers and the paper view use) is
 projected to 2-D at build time, deterministically (no random start: the same vectors give the same
 map). t-SNE was chosen by measurement over PCA and classical MDS (scripts/bench_graph.py, recorded in
 docs/measurements/graph.json): it keeps far more of each paper's ten nearest neighbours. The page gets the
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from readingroom_core.sitedata import PaperRecord, PaperVector
+from readingroom_core.formats.papers import PaperRecord, PaperVector
 
 GRID = 1000  # coordinates are integers in [0, GRID]: a few bytes each, and stable under float noise
 MAX_GROUPS = 8  # colours on the map; further categories or tags share the last one ("other")

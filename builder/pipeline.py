@@ -23,9 +23,9 @@ from builder.site.data import write_site_data
 from builder.site.manifest import write_manifest
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
-from builder.stages.index import write_hnsw_file
 from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.stages.render import render
+from builder.writers.hnsw import write_hnsw_file
 
 if TYPE_CHECKING:
     from builder.distributed import Cluster

@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from builder.stages.encoder import CONFIG_FORMAT
+from builder.writers.wordpieces import word_piece_directory
+from readingroom_core.formats.manifest import Manifest
+from readingroom_core.formats.wordpieces import read_word_piece_directory
 from readingroom_core.ranges import BlockReader, folder_range_reader, folder_reader, whole_file_ranges
-from readingroom_core.sitedata import Manifest
+from readingroom_core.readers.wordpieces import WordPieceRows
 from readingroom_core.tokenizer import WordPieceTokenizer
-from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory, word_piece_directory
 
 # Fold each DequantizeLinear into a float weight once, at session start. Without this, native onnxruntime
 # fuses DequantizeLinear + MatMul into int8 kernels that also quantise the activations (other vectors than

@@ -1,5 +1,5 @@
 """Related papers on a paper's page: the papers of the list nearest to it by the paper's vector as the
-site stores it (`sitedata.PaperVector`, what the paper view of hybrid search scores), so "related" and
+site stores it (`formats.papers.PaperVector`, what the paper view of hybrid search scores), so "related" and
 search agree on what a paper is about."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from readingroom_core.sitedata import PaperRecord, PaperVector
+from readingroom_core.formats.papers import PaperRecord, PaperVector
 
 RELATED_COUNT = 5
 

@@ -40,7 +40,7 @@ from support.chromium import CHROMIUM, CHROMIUM_ARGS, TOP_CHUNK_IDS, wait_for
 from builder.commands.serve import serve_in_thread
 from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import DEV_QUESTIONS
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 
 TIMEOUT_MS = 120_000
 SLOW_LINE = {  # Network.emulateNetworkConditions: bytes per second, ms

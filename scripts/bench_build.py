@@ -48,15 +48,12 @@ from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.stages import embed  # noqa: E402
 from builder.stages.encoder import document_encoder_path  # noqa: E402
-from builder.stages.index import hnsw_path  # noqa: E402
-from readingroom_core.hnsw import UsearchFile  # noqa: E402
+from builder.writers.hnsw import hnsw_path  # noqa: E402
+from readingroom_core.formats.chunks import read_chunk_table  # noqa: E402
+from readingroom_core.formats.manifest import Manifest, read_manifest  # noqa: E402
+from readingroom_core.formats.papers import read_papers  # noqa: E402
 from readingroom_core.ranges import folder_reader  # noqa: E402
-from readingroom_core.sitedata import (  # noqa: E402
-    Manifest,
-    read_chunk_table,
-    read_manifest,
-    read_papers,
-)
+from readingroom_core.readers.hnsw import UsearchFile  # noqa: E402
 
 
 def run_build(corpus: Path, out: Path, cache: Path, mirror: Path) -> tuple[float, dict]:

@@ -9,7 +9,7 @@ ONNX encoder, once, and both interpreters get the same ones.
 
 Synthetic sites (cached under --work): chunk texts are bags of words drawn from the unigram distribution
 of the site's chunks plus BEIR SciFact abstracts, with the real chunks' lengths; vectors are random
-mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.stages.index, so
+mixes of two real chunk vectors plus Gaussian noise (unit-normalised), written by builder.writers.hnsw, so
 the HNSW graph sees clustered, sentence-like data rather than uniform noise.
 """
 
@@ -34,7 +34,10 @@ import numpy as np  # noqa: E402
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR  # noqa: E402
 from builder.site.search_files import index_files, plain_name  # noqa: E402
 from readingroom_core import bm25 as postings  # noqa: E402
-from readingroom_core import sitedata  # noqa: E402
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes  # noqa: E402
+from readingroom_core.formats.manifest import Counts, DataFiles, Manifest, manifest_bytes, read_manifest  # noqa: E402
+from readingroom_core.formats.papers import PaperRecord, papers_bytes  # noqa: E402
+from readingroom_core.formats.texts import PaperText, TextChunk  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the harness
 from measurements import add_record_option, begin  # noqa: E402
@@ -46,15 +49,16 @@ from support.pyodide import (  # noqa: E402
 )
 
 from builder.site.runtime import build_core_wheel  # noqa: E402
+from builder.writers.texts import preset_dictionary, texts_file_bytes  # noqa: E402
 from readingroom_core.analysis import analyze  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
-from readingroom_core.denselists import DenseLists, read_dense_directory  # noqa: E402
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes  # noqa: E402
+from readingroom_core.formats.dense import read_dense_directory  # noqa: E402
 from readingroom_core.ranges import (  # noqa: E402
     BlockReader,
     folder_range_reader,
     folder_reader,  # noqa: E402
 )
+from readingroom_core.readers.dense import DenseLists  # noqa: E402
 
 MODES = ["bm25", "dense", "hybrid"]
 K = 10
@@ -64,9 +68,9 @@ SEED = 20261122
 EXTRA_WORDS = SHARED_MIRROR.parent / "beir-scifact" / "corpus.jsonl"
 
 
-def load_site(site: Path) -> tuple[sitedata.Manifest, list[str], np.ndarray]:
+def load_site(site: Path) -> tuple[Manifest, list[str], np.ndarray]:
     """Manifest, chunk texts in doc-id order, and the stored rows as unit float vectors."""
-    manifest = sitedata.read_manifest((site / "manifest.json").read_bytes())
+    manifest = read_manifest((site / "manifest.json").read_bytes())
     engine = open_folder(site).engine
     texts = [engine.chunk(doc_id).text for doc_id in range(engine.n_chunks)]
     dense = read_dense_directory(folder_reader(site)(manifest.files.dense))
@@ -140,9 +144,7 @@ def write_file(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def make_synthetic_site(
-    out: Path, size: int, real: sitedata.Manifest, texts: list[str], rows: np.ndarray
-) -> Path:
+def make_synthetic_site(out: Path, size: int, real: Manifest, texts: list[str], rows: np.ndarray) -> Path:
     """A site of `size` chunks in the layout SearchEngine reads, whose manifest keeps the real site's
     model and index sections."""
     if (out / "manifest.json").is_file():
@@ -156,10 +158,10 @@ def make_synthetic_site(
     chunk_texts = [" ".join(distinct[row].tolist()) for row in samples]
     starts = range(0, size, CHUNKS_PER_PAPER)
     paper_texts = [
-        sitedata.PaperText(
+        PaperText(
             f"synthetic.{number:05d}",
             tuple(
-                sitedata.TextChunk(f"c{doc}", 0, len(chunk_texts[doc]), chunk_texts[doc])
+                TextChunk(f"c{doc}", 0, len(chunk_texts[doc]), chunk_texts[doc])
                 for doc in range(first, min(first + CHUNKS_PER_PAPER, size))
             ),
         )
@@ -168,7 +170,7 @@ def make_synthetic_site(
     dictionary = preset_dictionary(chunk_texts)
     texts_file, located = texts_file_bytes(paper_texts, dictionary)
     papers = [
-        sitedata.PaperRecord(
+        PaperRecord(
             id=text.id,
             title=f"Synthetic paper {number}",
             first_chunk=first,
@@ -183,7 +185,7 @@ def make_synthetic_site(
         )
     ]
     built = index_files(synthetic_postings(samples, distinct), synthetic_vectors(rows, size, rng), plain_name)
-    files = sitedata.DataFiles(
+    files = DataFiles(
         papers="data/papers.json",
         chunks="data/chunks.bin",
         texts="data/texts.bin",
@@ -192,20 +194,20 @@ def make_synthetic_site(
     )
     write_file(out / files.texts, texts_file)
     write_file(out / files.text_dictionary, dictionary)
-    write_file(out / files.papers, sitedata.papers_bytes(papers))
-    table = sitedata.ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
-    write_file(out / files.chunks, sitedata.chunk_table_bytes(table))
+    write_file(out / files.papers, papers_bytes(papers))
+    table = ChunkTable.from_rows([(1, 1, "Synthetic section")] * size)
+    write_file(out / files.chunks, chunk_table_bytes(table))
     for path, data in built.files.items():
         write_file(out / path, data)
     manifest = replace(
         real,
         title=f"Synthetic site: {size} chunks, seed {SEED}",
-        counts=sitedata.Counts(papers=len(papers), pages=size, chunks=size, failures=0),
+        counts=Counts(papers=len(papers), pages=size, chunks=size, failures=0),
         files=files,
         artifacts=(),
         runtime=None,
     )
-    write_file(out / "manifest.json", sitedata.manifest_bytes(manifest))
+    write_file(out / "manifest.json", manifest_bytes(manifest))
     return out
 
 

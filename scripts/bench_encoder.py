@@ -38,7 +38,7 @@ from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from builder.site.store import huffman_only_gzip  # noqa: E402
 from builder.stages.encoder import export_query_encoder  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
-from readingroom_core.engine import SearchOptions  # noqa: E402
+from readingroom_core.options import SearchOptions  # noqa: E402
 from readingroom_core.querysyntax import embedding_text  # noqa: E402
 
 QUESTION_SETS = {  # every question set with gold pages: the encoder's floor holds on all of them

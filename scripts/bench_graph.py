@@ -33,8 +33,9 @@ from builder.paths import REPO_ROOT
 from builder.pipeline import BuildOptions, fetch_corpus, parse_papers
 from builder.references import cached_references
 from builder.report import BuildReport
+from readingroom_core.formats.manifest import read_manifest
+from readingroom_core.formats.papers import read_papers
 from readingroom_core.ranges import folder_reader  # noqa: E402
-from readingroom_core.sitedata import read_manifest, read_papers
 
 SAMPLE = REPO_ROOT / "tests" / "data" / "citation-sample.json"
 

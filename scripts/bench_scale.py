@@ -47,9 +47,9 @@ from builder.commands.serve import serve_in_thread
 from builder.paths import DEV_QUESTIONS, SHARED_MIRROR
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
-from readingroom_core.denselists import fine_query
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import embedding_text
+from readingroom_core.readers.dense import fine_query
 
 K = 10
 QUESTION_SETS = [DEV_QUESTIONS, *sorted((REPO_ROOT / "tests" / "data").glob("questions-*.jsonl"))]
@@ -182,7 +182,7 @@ def quality(site_dir: Path, questions: list[str], folder: Path, cross_checks: in
 
 
 def exact_int8_top(rows: np.ndarray, vector: np.ndarray) -> list[int]:
-    """The top K doc ids by the cosine `denselists` computes over the int8 rows, in the same float
+    """The top K doc ids by the cosine `readers.dense` computes over the int8 rows, in the same float
     operations (the products are exact integers), ties by doc id."""
     fine = np.array(fine_query(vector), dtype=np.float64)
     products = np.concatenate(

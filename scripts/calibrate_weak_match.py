@@ -26,7 +26,7 @@ from measurements import add_record_option, begin  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT  # noqa: E402
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
-from readingroom_core.engine import SearchOptions  # noqa: E402
+from readingroom_core.options import SearchOptions  # noqa: E402
 from readingroom_core.querysyntax import embedding_text, parse_query  # noqa: E402
 from readingroom_core.weakmatch import keyword_coverage, weak_match  # noqa: E402
 

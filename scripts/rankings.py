@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "wasm")]
 from builder.evaluation.evaluate import load_questions, top_chunk_ids  # noqa: E402
 from builder.offline import load_onnxruntime_first, use_offline_environment  # noqa: E402
 from builder.paths import DEV_QUESTIONS  # noqa: E402
-from readingroom_core.engine import SearchOptions  # noqa: E402
+from readingroom_core.options import SearchOptions  # noqa: E402
 
 MODES = ("hybrid", "bm25", "dense")
 QUESTION_SETS = {

@@ -21,7 +21,7 @@ RANKING_ARGUMENTS = {  # SearchOptions field -> help
 
 def add_ranking_arguments(parser: argparse.ArgumentParser) -> None:
     """Overrides of the site's ranking defaults, so other settings can be compared on the same site."""
-    from readingroom_core.engine import FUSIONS, SearchOptions
+    from readingroom_core.options import FUSIONS, SearchOptions
 
     defaults = SearchOptions()
     group = parser.add_argument_group("ranking (defaults: what the site's browser search uses)")
@@ -43,7 +43,7 @@ def ranking_options(args: argparse.Namespace) -> dict:
 def cmd_query(args: argparse.Namespace) -> int:
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.browser import open_folder
-    from readingroom_core.engine import SearchOptions
+    from readingroom_core.options import SearchOptions
     from readingroom_core.querysyntax import embedding_text
 
     site = open_folder(args.site)
@@ -70,7 +70,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from builder.evaluation.evaluate import evaluate, format_table, load_questions
     from builder.query_encoder import OnnxQueryEncoder
     from readingroom_core.browser import open_folder
-    from readingroom_core.engine import SearchOptions
+    from readingroom_core.options import SearchOptions
 
     if not args.questions.exists():
         raise FileNotFoundError(f"{args.questions}: no such questions file")

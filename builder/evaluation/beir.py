@@ -25,17 +25,11 @@ from builder.evaluation.metrics import evaluate
 from builder.offline import load_onnxruntime_first
 from builder.paths import DEFAULT_CACHE
 from builder.scratch import write_atomically
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
-from readingroom_core.sitedata import (
-    ChunkTable,
-    DataFiles,
-    PageRange,
-    PaperRecord,
-    PaperText,
-    TextChunk,
-    chunk_table_bytes,
-    papers_bytes,
-)
+from builder.writers.texts import preset_dictionary, texts_file_bytes
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
+from readingroom_core.formats.manifest import DataFiles
+from readingroom_core.formats.papers import PaperRecord, papers_bytes
+from readingroom_core.formats.texts import PageRange, PaperText, TextChunk
 
 MODES = ("bm25", "dense", "hybrid")
 MEASURES = (("ndcg", 10), ("recall", 100))
@@ -332,7 +326,7 @@ def evaluate_dataset(
 
 def search_options(settings: EvalSettings, mode: str):
     """Engine options for one mode: the site's fusion defaults unless overridden, diversity caps off."""
-    from readingroom_core.engine import SearchOptions
+    from readingroom_core.options import SearchOptions
 
     defaults = SearchOptions()
     return SearchOptions(

@@ -27,7 +27,8 @@ from pathlib import Path
 from builder.evaluation import metrics
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import Hit, SearchEngine, SearchOptions
+from readingroom_core.engine import Hit, SearchEngine
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import embedding_text
 
 MODES = ("hybrid", "bm25", "dense")

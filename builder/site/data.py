@@ -1,50 +1,34 @@
 """The site's data files, written content-hashed from what the build holds: the papers' texts, the
 papers file and what search loads of it (the paper table and vectors), the chunk table, the BM25
 postings, the dense lists and the query encoder; and the manifest that names them (saved once render has
-added the runtime). The HNSW file goes beside the site (`stages/index.py`). Every record goes through its
-typed form in `readingroom_core.sitedata` (the paper table's in `readingroom_core.papertable`), which owns
-the formats."""
+added the runtime). The HNSW file goes beside the site (`writers/hnsw.py`). Each family's bytes come from
+its writer (`builder/writers/`) through the typed records of `readingroom_core.formats`, which owns the
+formats; this module names the files and puts them on disk."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from builder.citation_graph import CitationGraph, graph_bytes, list_graph
-from builder.models import Chunk, IngestedPaper, PaperMeta, PaperRef, ParsedPaper, Settings
+from builder.models import Chunk, IngestedPaper, Settings
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
 from builder.site.search_files import search_index_files
 from builder.site.store import stored_gzipped, write_hashed, write_plain
 from builder.stages.embed import Embedded, ModelIdentity
 from builder.stages.encoder import cached_query_encoder
-from builder.stages.index import IndexParams
-from builder.titles import title_case
-from readingroom_core.navigation import short_names
-from readingroom_core.papertable import paper_table_bytes, paper_vectors_bytes
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
-from readingroom_core.sitedata import (
-    Artifact,
-    Bm25Section,
-    ChunkTable,
-    Counts,
-    DataFiles,
-    Manifest,
-    PageRange,
-    PaperRecord,
-    PaperText,
-    PaperVector,
-    SectionEntry,
-    TextChunk,
-    chunk_table_bytes,
-    compact_json,
-    papers_bytes,
-)
-from readingroom_core.wordpieces import word_piece_directory
+from builder.writers.hnsw import IndexParams
+from builder.writers.papers import paper_record, paper_table_bytes, paper_vectors_bytes
+from builder.writers.texts import paper_text, preset_dictionary, texts_file_bytes
+from builder.writers.wordpieces import word_piece_directory
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
+from readingroom_core.formats.manifest import Artifact, Bm25Section, Counts, DataFiles, Manifest
+from readingroom_core.formats.papers import PaperRecord, PaperVector, papers_bytes
+from readingroom_core.formats.versioned import compact_json
 
 BM25_INDEXED = "context line + chunk text"  # Chunk.indexed_text
 
@@ -125,7 +109,7 @@ class WrittenTexts:
 
 
 def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.ndarray) -> WrittenTexts:
-    """The texts file (`readingroom_core.papertexts`) and its preset dictionary, and each paper's record
+    """The texts file (`writers/texts.py`) and its preset dictionary, and each paper's record
     naming its part of that file; `vectors`: the papers' float vectors (the paper view), stored in the
     records."""
     texts = [paper_text(paper.meta.arxiv_id, paper.chunks, paper.parsed) for paper in papers]
@@ -150,56 +134,6 @@ def write_paper_texts(out_dir: Path, papers: list[IngestedPaper], vectors: np.nd
         records,
         write_hashed(out_dir, "data", "texts", ".bin", data),
         write_hashed(out_dir, "data", "text-dictionary", ".bin", dictionary),
-    )
-
-
-def paper_text(arxiv_id: str, chunks: Sequence[Chunk], parsed: ParsedPaper) -> PaperText:
-    """A paper's chunks with their spans, and the span of every page, so a cited page's text can be
-    rebuilt from the chunks and a quote checked against exactly that page."""
-    return PaperText(
-        id=arxiv_id,
-        chunks=tuple(TextChunk(c.chunk_id, c.char_start, c.char_end, c.text) for c in chunks),
-        pages=tuple(PageRange(p.page, p.start, p.end) for p in parsed.pages),
-    )
-
-
-def paper_record(
-    meta: PaperMeta,
-    first_chunk: int,
-    chunk_count: int,
-    text_bytes: tuple[int, int],
-    *,
-    ref: PaperRef | None = None,
-    parsed: ParsedPaper | None = None,
-    vector: str | None = None,
-    text_sha256: str = "",
-) -> PaperRecord:
-    """The papers file's record of one paper: arXiv's metadata, the reading list's tags and note, its
-    pages and headings, its chunks' doc ids, where its text lies and its head's checksum, its vector."""
-    return PaperRecord(
-        id=meta.arxiv_id,
-        title=title_case(meta.title, meta.abstract),
-        first_chunk=first_chunk,
-        chunk_count=chunk_count,
-        text_bytes=text_bytes,
-        authors=tuple(meta.authors),
-        year=meta.year,
-        categories=tuple(meta.categories),
-        tags=tuple(ref.tags) if ref else (),
-        version=meta.version,
-        abstract=meta.abstract,
-        published=meta.published,
-        updated=meta.updated,
-        first_version=meta.first_version,
-        primary_category=meta.primary_category,
-        abs_url=meta.abs_url,
-        pdf_url=meta.pdf_url,
-        note=ref.note if ref else "",
-        pages=parsed.page_count if parsed else 0,
-        sections=tuple(SectionEntry(s.title, s.page, s.level) for s in parsed.sections) if parsed else (),
-        vector=vector,
-        short_names=short_names(meta.title, meta.abstract),
-        text_sha256=text_sha256,
     )
 
 

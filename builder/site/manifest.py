@@ -2,7 +2,7 @@
 
 It names every data file (with size and checksum), the model and how its vectors were quantized and
 indexed, the counts, and the tool versions, so a site can be checked and reproduced. The record and
-its JSON form are `readingroom_core.sitedata.Manifest`; this module fills it in and puts it on disk.
+its JSON form are `readingroom_core.formats.manifest.Manifest`; this module fills it in and puts it on disk.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from builder.stages.embed import ModelIdentity
-from builder.stages.index import IndexParams
-from readingroom_core.sitedata import (
+from builder.writers.hnsw import IndexParams
+from readingroom_core.formats.manifest import (
     MANIFEST_FILE,
     Artifact,
     Bm25Section,
@@ -28,7 +28,7 @@ from readingroom_core.sitedata import (
     ModelSection,
     manifest_bytes,
 )
-from readingroom_core.sitedata import read_manifest as parse_manifest
+from readingroom_core.formats.manifest import read_manifest as parse_manifest
 
 TOOLS = (
     "readingroom",

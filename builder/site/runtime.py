@@ -26,7 +26,7 @@ from pathlib import Path
 
 from builder.paths import REPO_ROOT
 from builder.site.store import stored_gzipped, write_hashed, write_plain
-from readingroom_core.sitedata import Artifact, RuntimeSection
+from readingroom_core.formats.manifest import Artifact, RuntimeSection
 
 WASM_DIR = REPO_ROOT / "wasm"
 PYODIDE_PACKAGE = WASM_DIR / "node_modules" / "pyodide"

@@ -1,7 +1,7 @@
 """The files search reads, as bytes by site path: the postings directory, dictionary, pages and forward
-file (`readingroom_core.termindex`) and the dense directory, lists and rows (`readingroom_core.denselists`,
-`stages/dense_lists.py`), quantized as `stages/index.py` quantizes the HNSW file (which the build keeps in
-its cache: search does not read it).
+file (`writers/postings.py`, `writers/forward.py`) and the dense directory, lists and rows
+(`writers/dense.py`), quantized as `writers/hnsw.py` quantizes the HNSW file (which the build writes
+beside the site: search does not read it).
 
 The site build and the BEIR evaluation both write their indexes through `search_index_files`, so the
 files `eval-beir` measures are the ones a site ships; only the naming differs (content-hashed names on a
@@ -11,16 +11,16 @@ site, fixed ones in memory).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from builder.stages.dense_lists import dense_files
-from builder.stages.index import IndexParams, calibrate_scale, quantize
+from builder.writers.dense import dense_files
+from builder.writers.hnsw import IndexParams, calibrate_scale, quantize
+from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import Postings, build_postings
-from readingroom_core.termindex import TermLayout
+from readingroom_core.formats.versioned import sorted_json
 
 # (folder, stem, suffix, bytes) -> the file's site path
 Namer = Callable[[str, str, str, bytes], str]
@@ -75,10 +75,6 @@ def index_files(postings: Postings, vectors: np.ndarray, name: Namer = hashed_na
     lists = add("dense-lists", ".bin", dense.lists)
     rows = add("dense-rows", ".bin", dense.rows)
     list_of = add("dense-list-of", ".bin", dense.list_of)
-    roles["dense"] = add("dense", ".json", _compact(dense.directory(lists, rows, list_of).to_json()))
+    roles["dense"] = add("dense", ".json", sorted_json(dense.directory(lists, rows, list_of).to_json()))
     ranged = frozenset({terms, pages, forward, forward_index, lists, rows, list_of})
     return IndexFiles(roles, files, ranged, params, postings.k1, postings.b)
-
-
-def _compact(data: dict) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")

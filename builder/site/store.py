@@ -1,7 +1,7 @@
 """Putting the site's files on disk: content-hashed names (`<stem>.<hash12><ext>`, so a visitor's cache
 never serves stale data), files under their own names, and files stored gzipped where that pays.
 
-The formats themselves (layout, version, writer beside reader) live in `readingroom_core.sitedata`.
+The formats themselves (layout, version, codec) live in `readingroom_core.formats`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import hashlib
 import zlib
 from pathlib import Path
 
-from readingroom_core.sitedata import GZIP_SUFFIX, Artifact
+from readingroom_core.formats.manifest import Artifact
+from readingroom_core.formats.versioned import GZIP_SUFFIX
 
 
 def write_hashed(site_dir: Path, folder: str, stem: str, suffix: str, data: bytes) -> Artifact:

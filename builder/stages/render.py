@@ -25,8 +25,10 @@ from builder.related import related_papers
 from builder.report import BuildReport
 from builder.site.manifest import write_manifest
 from builder.site.runtime import copy_runtime
+from readingroom_core.formats.manifest import MANIFEST_FILE, Manifest
+from readingroom_core.formats.papers import PaperRecord, read_papers
+from readingroom_core.formats.versioned import GZIP_SUFFIX
 from readingroom_core.ranges import folder_reader
-from readingroom_core.sitedata import GZIP_SUFFIX, MANIFEST_FILE, Manifest, PaperRecord, read_papers
 
 TEMPLATES_DIR = REPO_ROOT / "site_templates"
 RENDERED_DIRS = ("runtime", "papers", "corpus", "about")

@@ -19,8 +19,9 @@ from support.site_page import Watched
 
 from builder.paper_map import MapData, map_layout, paper_map, tsne
 from builder.site.runtime import RUNTIME_SOURCES
+from readingroom_core.formats.manifest import read_manifest
+from readingroom_core.formats.papers import read_papers
 from readingroom_core.ranges import folder_reader
-from readingroom_core.sitedata import read_manifest, read_papers
 
 IDS = (citing.A, citing.B, citing.C, citing.D)
 

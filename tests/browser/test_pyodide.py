@@ -65,7 +65,7 @@ def test_the_wheel_holds_only_the_core(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert packages == {"readingroom_core"}
-    assert "readingroom_core/engine.py" in names and "readingroom_core/hnsw.py" in names
+    assert "readingroom_core/engine.py" in names and "readingroom_core/readers/hnsw.py" in names
 
 
 def assert_same_hits(expected: list[dict], got: list[dict], where: str) -> None:

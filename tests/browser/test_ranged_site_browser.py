@@ -17,7 +17,7 @@ from support.served import build_from_cache, corpus_text, require_browser, servi
 
 from builder.evaluation.evaluate import top_chunk_ids
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 from readingroom_core.ranges import folder_reader
 
 pytestmark = pytest.mark.browser

@@ -18,7 +18,7 @@ from support.site_page import BASE, DOC2QUERY, KEYWORD_QUESTION
 
 from builder.evaluation.evaluate import top_chunk_ids
 from builder.paths import REPO_ROOT
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 
 pytestmark = pytest.mark.browser
 

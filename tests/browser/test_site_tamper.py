@@ -19,9 +19,9 @@ from support.chromium import TOP_CHUNK_IDS, wait_for
 from support.served import build_from_cache, corpus_text, require_browser, serving
 
 from builder.evaluation.evaluate import top_chunk_ids
-from readingroom_core.engine import SearchOptions
-from readingroom_core.papertable import read_paper_table
+from readingroom_core.options import SearchOptions
 from readingroom_core.ranges import folder_reader
+from readingroom_core.readers.papers import read_paper_table
 
 pytestmark = pytest.mark.browser
 
@@ -295,7 +295,7 @@ def test_a_site_that_cannot_search_says_so_in_one_line(visit_tampered, damage, s
 
 
 def text_head_of(site: Path, paper_id: str) -> tuple[Path, int, int]:
-    """The texts file, and where the paper's head lies in it (papertexts.py: papers in table order)."""
+    """The texts file, and where the paper's head lies in it (formats/texts.py: papers in table order)."""
     manifest = manifest_of(site)
     table = read_paper_table(folder_reader(site)(manifest["files"]["paper_table"]))
     index = next(i for i, paper in enumerate(table) if paper.id == paper_id)

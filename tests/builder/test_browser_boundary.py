@@ -25,8 +25,8 @@ from readingroom_core.browser import (
     open_site,
     sha256_hex,
 )
-from readingroom_core.engine import SearchOptions
-from readingroom_core.papertexts import GROUP_CHUNKS
+from readingroom_core.formats.texts import GROUP_CHUNKS
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import embedding_text
 from readingroom_core.ranges import folder_range_reader, folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer
@@ -500,7 +500,12 @@ def test_importing_the_boundary_imports_the_whole_core():
     """The build snapshots Python right after `import readingroom_core.browser` (python_snapshot.mjs); a
     restored interpreter has no core files on disk, so every module must already be in memory."""
     package = Path(readingroom_core.__file__).parent
-    modules = {f"readingroom_core.{path.stem}" for path in package.glob("*.py") if path.stem != "__init__"}
+    modules = {
+        ".".join(("readingroom_core", *path.relative_to(package).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
+        for path in package.rglob("*.py")
+    }
     code = "import sys, readingroom_core.browser; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=package.parent

@@ -13,23 +13,19 @@ import pytest
 
 import readingroom_core
 from builder.site.search_files import plain_name, search_index_files
+from builder.writers.texts import preset_dictionary, texts_file_bytes
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import BM25Index, build_postings
-from readingroom_core.denselists import fine_query, read_dense_directory
-from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.engine import SearchEngine
 from readingroom_core.filters import Filters
-from readingroom_core.papertexts import preset_dictionary, texts_file_bytes
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes
+from readingroom_core.formats.dense import read_dense_directory
+from readingroom_core.formats.manifest import DataFiles
+from readingroom_core.formats.papers import PaperRecord, SectionEntry, papers_bytes
+from readingroom_core.formats.texts import PaperText, TextChunk
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import QuerySyntaxError
-from readingroom_core.sitedata import (
-    ChunkTable,
-    DataFiles,
-    PaperRecord,
-    PaperText,
-    SectionEntry,
-    TextChunk,
-    chunk_table_bytes,
-    papers_bytes,
-)
+from readingroom_core.readers.dense import fine_query
 
 PAPERS = [
     {
@@ -593,7 +589,7 @@ def test_per_query_time(engine, encoder):
 def test_core_imports_only_the_standard_library():
     package_dir = Path(readingroom_core.__file__).parent
     outside = set()
-    for module in sorted(package_dir.glob("*.py")):
+    for module in sorted(package_dir.rglob("*.py")):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

@@ -3,8 +3,8 @@
 import pytest
 
 from builder.models import first_version_date
-from builder.site.data import paper_record
 from builder.stages.fetch.sources import Mirror
+from builder.writers.papers import paper_record
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from usearch.index import Index
 
-from builder.stages.index import IndexParams, calibrate_scale, quantize, write_index
-from readingroom_core.hnsw import UsearchFile, UsearchFormatError
+from builder.writers.hnsw import IndexParams, calibrate_scale, quantize, write_index
+from readingroom_core.readers.hnsw import UsearchFile, UsearchFormatError
 
 DIMS = 384
 ROWS = 2000

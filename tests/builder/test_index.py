@@ -1,4 +1,4 @@
-"""The int8 quantization and the usearch file builder/stages/index.py writes."""
+"""The int8 quantization and the usearch file builder/writers/hnsw.py writes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from usearch.index import Index
 
-from builder.stages.index import INT8_LIMIT, IndexParams, calibrate_scale, quantize, write_index
+from builder.writers.hnsw import INT8_LIMIT, IndexParams, calibrate_scale, quantize, write_index
 
 DIMS = 384
 

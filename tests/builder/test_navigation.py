@@ -9,13 +9,13 @@ from support.builds import MIRROR_PAPERS
 
 from builder.cli import main
 from builder.paths import DEV_QUESTIONS
-from builder.site.data import paper_record
 from builder.site.manifest import read_manifest
 from builder.stages.fetch.sources import meta_from_mirror
+from builder.writers.papers import paper_record
 from readingroom_core.filters import Filters, PaperKeys, normalized
+from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.navigation import PaperFinder, short_names
 from readingroom_core.ranges import folder_reader
-from readingroom_core.sitedata import PaperRecord
 
 DATA = Path(__file__).parents[1] / "data"
 NAVIGATIONAL = DATA / "questions-navigational.jsonl"

@@ -7,15 +7,16 @@ import numpy as np
 import pytest
 
 from builder.stages.embed import about_text, paper_vector
+from builder.writers.papers import paper_vectors_bytes
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import SearchOptions
 from readingroom_core.filters import Allowed
+from readingroom_core.formats.papers import PaperRecord, PaperVector, read_papers
 from readingroom_core.fusion import Fused, with_paper_prior
+from readingroom_core.options import SearchOptions
 from readingroom_core.packedrows import MAX_QUERY
-from readingroom_core.papertable import paper_vectors_bytes, read_paper_vectors
 from readingroom_core.paperview import PaperView, most_similar_first
 from readingroom_core.ranges import folder_reader
-from readingroom_core.sitedata import PaperRecord, PaperVector, read_papers
+from readingroom_core.readers.papers import read_paper_vectors
 
 NO_SHARED_WORD = "zzqx vvqk"  # no term of the corpus: BM25 finds nothing, only the semantic side speaks
 

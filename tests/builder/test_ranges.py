@@ -11,12 +11,22 @@ import random
 import numpy as np
 import pytest
 
-import readingroom_core.termindex as termindex
+import readingroom_core.readers.postings as termindex
 from builder.site.search_files import index_files, plain_name
-from builder.stages.dense_lists import assign, cosines, dense_files, grouped
-from builder.stages.index import quantize
+from builder.writers.dense import assign, cosines, dense_files, grouped
+from builder.writers.hnsw import quantize
+from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import BM25Index, build_postings, sum_scores
-from readingroom_core.denselists import DenseDirectory, DenseLists, code_scorer, read_dense_directory
+from readingroom_core.formats.dense import DenseDirectory, read_dense_directory
+from readingroom_core.formats.postings import (
+    INLINE_PAGES,
+    PAGE_ENTRIES,
+    PAGE_SHA_DIGITS,
+    page_values,
+    read_term_directory,
+    read_varints,
+    varint,
+)
 from readingroom_core.ranges import (
     Block,
     BlockReader,
@@ -25,17 +35,8 @@ from readingroom_core.ranges import (
     folder_reader,
     whole_file_ranges,
 )
-from readingroom_core.termindex import (
-    INLINE_PAGES,
-    PAGE_ENTRIES,
-    PAGE_SHA_DIGITS,
-    TermIndex,
-    TermLayout,
-    page_values,
-    read_term_directory,
-    read_varints,
-    varint,
-)
+from readingroom_core.readers.dense import DenseLists, code_scorer
+from readingroom_core.readers.postings import TermIndex
 
 WORDS = [f"w{n}" for n in range(400)]
 DOCS = 1500

@@ -25,8 +25,8 @@ from builder.site.manifest import read_manifest
 from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR, run_snapshot_script
 from builder.site.store import GZIP_MIN_SAVING
 from builder.stages.render import render_site
+from readingroom_core.formats.manifest import Artifact
 from readingroom_core.ranges import folder_reader
-from readingroom_core.sitedata import Artifact
 
 HOSTILE_TITLE = '<script>alert("title")</script> & Co'
 HOSTILE_NOTE = '<img src=x onerror="alert(1)">'

@@ -5,8 +5,8 @@ import struct
 import numpy as np
 import pytest
 
-from builder.stages.index import write_index
-from readingroom_core.hnsw import UsearchFile, UsearchFormatError
+from builder.writers.hnsw import write_index
+from readingroom_core.readers.hnsw import UsearchFile, UsearchFormatError
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,20 @@ import pytest
 from support.builds import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
+import builder.writers.texts as papertexts
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
 from builder.stages.embed import encode, load_model
-from builder.stages.index import USEARCH_VERSION, hnsw_path
-from readingroom_core import papertable, papertexts, sitedata
+from builder.writers.hnsw import USEARCH_VERSION, hnsw_path
+from builder.writers.papers import paper_table_bytes
 from readingroom_core.analysis import analyze
 from readingroom_core.browser import open_folder
+from readingroom_core.formats.chunks import ChunkTable, chunk_table_bytes, read_chunk_table
+from readingroom_core.formats.manifest import manifest_bytes, read_manifest
+from readingroom_core.formats.papers import TABLE_FIELDS, PaperVector, papers_bytes, read_papers
+from readingroom_core.formats.postings import PAGE_ENTRIES
+from readingroom_core.formats.texts import PaperText
 from readingroom_core.ranges import folder_reader
-from readingroom_core.termindex import PAGE_ENTRIES
+from readingroom_core.readers.papers import read_paper_table, read_paper_vectors
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +61,7 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
         assert listed[path.removesuffix(".gz")]["sha256"][:12] in path
     assert set(manifest["files"].values()) <= set(listed)
     assert manifest["counts"]["papers"] == 4 and manifest["counts"]["failures"] == 0
-    assert (
-        manifest["counts"]["chunks"]
-        == sitedata.read_chunk_table(folder_reader(out)(manifest["files"]["chunks"])).n
-    )
+    assert manifest["counts"]["chunks"] == read_chunk_table(folder_reader(out)(manifest["files"]["chunks"])).n
     assert manifest["model"]["dims"] == 384 and len(manifest["model"]["weights_sha256"]) == 64
     assert manifest["index"]["usearch_version"] == USEARCH_VERSION and manifest["index"]["dtype"] == "i8"
     assert {"pymupdf", "usearch", "sentence-transformers", "onnxruntime"} <= set(manifest["tools"])
@@ -66,7 +69,7 @@ def test_manifest_lists_every_data_file_with_size_and_checksum(site):
 
 def site_chunks(out, manifest):
     papers = load(out, manifest["files"]["papers"])["papers"]
-    table = sitedata.read_chunk_table(folder_reader(out)(manifest["files"]["chunks"]))
+    table = read_chunk_table(folder_reader(out)(manifest["files"]["chunks"]))
     engine = open_folder(out).engine
     rows = []
     for paper in papers:
@@ -148,20 +151,20 @@ def test_adding_a_paper_embeds_only_its_chunks(built_sites):
 
 
 def test_typed_records_write_back_the_very_bytes_they_read(site):
-    """Each file's owner in sitedata reads it into typed records and writes the same bytes back: the
+    """Each file's owner in formats/ reads it into typed records and writes the same bytes back: the
     records hold every field, in the stored order."""
     out, _ = site
     manifest_data = (out / "manifest.json").read_bytes()
-    manifest = sitedata.read_manifest(manifest_data)
-    assert sitedata.manifest_bytes(manifest) == manifest_data
+    manifest = read_manifest(manifest_data)
+    assert manifest_bytes(manifest) == manifest_data
     papers_data = folder_reader(out)(manifest.files.papers)
-    papers = sitedata.read_papers(papers_data)
-    assert sitedata.papers_bytes(papers) == papers_data
+    papers = read_papers(papers_data)
+    assert papers_bytes(papers) == papers_data
     table_data = folder_reader(out)(manifest.files.chunks)
-    assert sitedata.chunk_table_bytes(sitedata.read_chunk_table(table_data)) == table_data
+    assert chunk_table_bytes(read_chunk_table(table_data)) == table_data
     texts = open_folder(out).engine.texts
     read_back = [
-        sitedata.PaperText(
+        PaperText(
             paper.id,
             tuple(texts.chunk(doc_id) for doc_id in paper.doc_ids),
             texts.head(index).pages,
@@ -176,20 +179,20 @@ def test_typed_records_write_back_the_very_bytes_they_read(site):
         ((head, whole), sha) for head, whole, sha in located
     ]
     paper_table_data = folder_reader(out)(manifest.files.paper_table)
-    assert papertable.paper_table_bytes(papertable.read_paper_table(paper_table_data)) == paper_table_data
+    assert paper_table_bytes(read_paper_table(paper_table_data)) == paper_table_data
 
 
 def test_the_chunk_table_stores_each_column_in_the_fewest_bytes_and_refuses_a_damaged_one(site):
     """Each column is the smallest unsigned typed array that holds its values; a table cut short, with a
     column type it cannot hold, or naming a section it does not list is a clear error, not a crash."""
     out, _ = site
-    manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
+    manifest = read_manifest((out / "manifest.json").read_bytes())
     data = folder_reader(out)(manifest.files.chunks)
-    table = sitedata.read_chunk_table(data)
+    table = read_chunk_table(data)
     assert [column.typecode for column in (table.page_start, table.page_span, table.section)] == ["B"] * 3
     assert len(data) < 4 * table.n + 2_000  # a byte a value, the section titles once
-    wide = sitedata.ChunkTable([70_000, 3], [0, 1], [0, 1], ["Intro", "Method"])
-    again = sitedata.read_chunk_table(sitedata.chunk_table_bytes(wide))
+    wide = ChunkTable([70_000, 3], [0, 1], [0, 1], ["Intro", "Method"])
+    again = read_chunk_table(chunk_table_bytes(wide))
     assert (again.page_start.typecode, list(again.page_start), again.section_of(1)) == (
         "I",
         [70_000, 3],
@@ -199,11 +202,11 @@ def test_the_chunk_table_stores_each_column_in_the_fewest_bytes_and_refuses_a_da
     damaged = {
         "cut short": data[:-1],
         "of another type": data[:4] + data[4 : 4 + header].replace(b'"B"', b'"d"', 1) + data[4 + header :],
-        "naming a section": sitedata.ChunkTable([1], [0], [5], ["Intro"]).to_bytes(),
+        "naming a section": ChunkTable([1], [0], [5], ["Intro"]).to_bytes(),
     }
     for what, bytes_ in damaged.items():
         with pytest.raises(ValueError, match="chunk table") as refused:
-            sitedata.read_chunk_table(bytes_)
+            read_chunk_table(bytes_)
         assert "\n" not in str(refused.value), what
 
 
@@ -211,22 +214,22 @@ def test_search_loads_a_paper_table_a_fraction_of_the_papers_file_and_the_vector
     """The table keeps what search reads of each paper, with the same values as the papers file; the
     vectors file holds each paper's vector as int8 rows in the same order."""
     out, _ = site
-    manifest = sitedata.read_manifest((out / "manifest.json").read_bytes())
+    manifest = read_manifest((out / "manifest.json").read_bytes())
     full_data = folder_reader(out)(manifest.files.papers)
     table_data = folder_reader(out)(manifest.files.paper_table)
-    full, table = sitedata.read_papers(full_data), papertable.read_paper_table(table_data)
+    full, table = read_papers(full_data), read_paper_table(table_data)
     assert len(table_data) < len(full_data) / 4  # these papers' abstracts are short; the mirror's: 0.12
-    assert papertable.read_paper_table(full_data) == table  # the table's fields, read from either file
-    keep = set(papertable.TABLE_FIELDS)
+    assert read_paper_table(full_data) == table  # the table's fields, read from either file
+    keep = set(TABLE_FIELDS)
     for whole, searched in zip(full, table, strict=True):
         assert all(searched.to_json()[field] == whole.to_json()[field] for field in keep)
         assert not searched.abstract and not searched.sections and searched.vector is None
     data = folder_reader(out)(manifest.files.paper_vectors)
     signed, dims = memoryview(data).cast("b"), manifest.model.dims
     rows = [list(signed[at : at + dims]) for at in range(0, len(data), dims)]
-    assert rows == [sitedata.PaperVector.decode(paper.vector or "") for paper in full]
-    assert papertable.read_paper_vectors(data, len(full)).rows == len(full)
+    assert rows == [PaperVector.decode(paper.vector or "") for paper in full]
+    assert read_paper_vectors(data, len(full)).rows == len(full)
     gzipped = {artifact.path for artifact in manifest.artifacts if artifact.path.endswith(".gz")}
     assert {manifest.files.paper_table + ".gz", manifest.files.papers + ".gz"} <= gzipped
     with pytest.raises(ValueError, match="do not hold 2 equal rows"):
-        papertable.read_paper_vectors(b"\x01\x02\x03", 2)
+        read_paper_vectors(b"\x01\x02\x03", 2)

@@ -18,7 +18,7 @@ from builder.citation_match import ListPaper, ReferenceMatcher
 from builder.cli import main
 from builder.references import Reference
 from readingroom_core.browser import open_folder
-from readingroom_core.engine import SearchOptions
+from readingroom_core.options import SearchOptions
 
 PAPERS = 12  # three rewrites of each of the suite's four papers
 

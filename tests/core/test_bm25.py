@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 
+from builder.writers.postings import TermLayout
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import (
     BM25Index,
@@ -11,9 +12,9 @@ from readingroom_core.bm25 import (
     decode_entry,
     encode_entry,
 )
+from readingroom_core.formats.postings import read_term_directory
+from readingroom_core.formats.versioned import FORMAT_VERSION
 from readingroom_core.querysyntax import parse_query
-from readingroom_core.sitedata import FORMAT_VERSION
-from readingroom_core.termindex import TermLayout, read_term_directory
 
 CORPUS = [
     "We introduce the Transformer, a model architecture relying entirely on self-attention.",

@@ -1,4 +1,4 @@
-"""The texts file (readingroom_core.papertexts): heads and deflated groups of chunks, read by range and
+"""The texts file (readingroom_core.formats.texts): heads and deflated groups of chunks, read by range and
 checked, the same chunks and page texts as the papers' own text."""
 
 from __future__ import annotations
@@ -10,16 +10,19 @@ import zlib
 
 import pytest
 
-from readingroom_core.papertexts import (
+from builder.writers.texts import preset_dictionary, texts_file_bytes
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.texts import (
     DICTIONARY_BYTES,
     GROUP_CHUNKS,
-    PaperTexts,
+    PageRange,
+    PaperText,
+    TextChunk,
     TextHead,
-    preset_dictionary,
-    texts_file_bytes,
+    chunk_id,
 )
 from readingroom_core.ranges import BlockReader, DamagedData
-from readingroom_core.sitedata import PageRange, PaperRecord, PaperText, TextChunk, chunk_id
+from readingroom_core.readers.texts import PaperTexts
 
 PATH = "data/texts.bin"
 WORDS = (

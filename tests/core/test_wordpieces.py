@@ -1,5 +1,5 @@
-"""The query encoder's word-piece rows read by range (readingroom_core.wordpieces): only the blocks a
-query's word pieces lie in, each checked, in the order the ids come."""
+"""The query encoder's word-piece rows read by range (readingroom_core.readers.wordpieces): only the blocks
+a query's word pieces lie in, each checked, in the order the ids come."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import random
 
 import pytest
 
+from builder.writers.wordpieces import word_piece_directory
+from readingroom_core.formats.wordpieces import SCALE_BYTES, read_word_piece_directory
 from readingroom_core.ranges import BlockReader, DamagedData, whole_file_ranges
-from readingroom_core.wordpieces import (
-    SCALE_BYTES,
-    WordPieceRows,
-    read_word_piece_directory,
-    word_piece_directory,
-)
+from readingroom_core.readers.wordpieces import WordPieceRows
 
 WIDTH = 8
 ROWS = 100  # blocks of 16 rows: the last one holds 4

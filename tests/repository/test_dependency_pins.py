@@ -1,13 +1,14 @@
 """A version pinned in two places is one fact: pyproject.toml says it, and what else names it agrees.
 
-usearch's int8 cast rule is not recorded in its files, so the browser's reader (readingroom_core.hnsw)
-reads the files of exactly one usearch version: the builder must install that one.
+usearch's int8 cast rule is not recorded in its files, so the browser's reader
+(readingroom_core.readers.hnsw) reads the files of exactly one usearch version: the builder must install
+that one.
 """
 
 import tomllib
 
 from builder.paths import REPO_ROOT
-from readingroom_core import hnsw
+from readingroom_core.formats import hnsw
 
 
 def pinned_version(name: str) -> str:

@@ -71,7 +71,7 @@ def run_in_cpython(request: dict) -> dict:
 def encode_queries(site_dir: Path, queries: Sequence[str]) -> list[list[float]]:
     """Query vectors from the site's own encoder files (what the browser's ONNX model computes)."""
     from builder.query_encoder import OnnxQueryEncoder
-    from readingroom_core.sitedata import read_manifest
+    from readingroom_core.formats.manifest import read_manifest
 
     site_dir = Path(site_dir)
     manifest = read_manifest((site_dir / "manifest.json").read_bytes())

@@ -1,12 +1,12 @@
 """The term index a site ships (terms, postings pages, forward file and its index, and their directory),
-written with the core's own writer, `readingroom_core.termindex.TermLayout`: core tests read a ranged term
-index from a folder without the builder, which writes the same files beside the vectors' (numpy) in
-`builder.site.search_files.index_files`."""
+written by the builder's own postings writer (`builder.writers.postings.TermLayout`), without the vectors'
+files that `builder.site.search_files.index_files` writes beside it: a test reads a ranged term index
+from a folder without building a site."""
 
 from pathlib import Path
 
+from builder.writers.postings import TermLayout
 from readingroom_core.bm25 import Postings
-from readingroom_core.termindex import TermLayout
 
 
 def write_term_files(postings: Postings, folder: Path) -> Path:

@@ -16,8 +16,8 @@ from array import array
 
 from readingroom_core import answers
 from readingroom_core.browser import open_folder, open_site
-from readingroom_core.engine import SearchOptions
 from readingroom_core.library import CorpusLibrary
+from readingroom_core.options import SearchOptions
 from readingroom_core.ranges import folder_reader
 from readingroom_core.tokenizer import WordPieceTokenizer
 

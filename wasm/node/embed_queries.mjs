@@ -5,7 +5,7 @@
 //   node wasm/node/embed_queries.mjs --model query_encoder.onnx
 //     < {"ids": [[101, 2054, 102], ...], "codes": [[...], ...], "scales": [[...], ...]}
 //   -> {"vectors": [[...], ...], "run_ms": [...], "load_ms": 123.4}
-// codes and scales: each query's word-piece rows (readingroom_core.wordpieces), as the search worker
+// codes and scales: each query's word-piece rows (readingroom_core.readers.wordpieces), as the search worker
 // hands them to encoder.js.
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";

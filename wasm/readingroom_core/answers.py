@@ -52,7 +52,8 @@ from typing import Any
 
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import SHAPE, pages_label, parse_citations
-from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.engine import SearchEngine
+from readingroom_core.options import SearchOptions
 from readingroom_core.tokens import answer_room, budget_for_context, chat_tokens, count_tokens
 from readingroom_core.verification import Library, SourceSpan, verify_answer
 

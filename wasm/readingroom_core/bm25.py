@@ -1,7 +1,7 @@
 """BM25: the postings a build computes (`Postings`, from `analysis.analyze`, the code that analyses
 queries), the one weight formula, and an in-memory scorer over them.
 
-The site stores the postings by range (`termindex`); `BM25Index` scores every posting in memory, the
+The site stores the postings by range (`formats.postings`); `BM25Index` scores every posting in memory, the
 exhaustive reference the ranged index is measured against. Doc ids are chunk positions 0..N-1; a term's
 entry is [doc id deltas] or [doc id deltas, term frequencies] (frequencies left out when all are 1).
 """
@@ -23,7 +23,7 @@ Entry = list[list[int]]  # one term's postings as stored: [deltas] or [deltas, f
 
 @dataclass(frozen=True)
 class Postings:
-    """The BM25 parameters, every document's length and every term's entry (what `termindex` stores)."""
+    """The BM25 parameters, every document's length and every term's entry (what `formats.postings` stores)."""
 
     k1: float
     b: float

@@ -25,16 +25,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from readingroom_core import answers
-from readingroom_core.engine import Hit, Prepared, SearchEngine, SearchOptions
+from readingroom_core.engine import Hit, Prepared, SearchEngine
 from readingroom_core.filters import Filters
+from readingroom_core.formats.manifest import MANIFEST_FILE, Manifest, read_manifest
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.versioned import gunzipped as unpacked
+from readingroom_core.formats.wordpieces import read_word_piece_directory
 from readingroom_core.library import CorpusLibrary
+from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.ranges import DamagedData, RangeRead, folder_range_reader, folder_reader
-from readingroom_core.sitedata import MANIFEST_FILE, Manifest, PaperRecord, read_manifest
-from readingroom_core.sitedata import gunzipped as unpacked
+from readingroom_core.readers.wordpieces import WordPieceRows
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
-from readingroom_core.wordpieces import WordPieceRows, read_word_piece_directory
 
 Reader = Callable[[str], bytes]
 # The best keyword matches whose texts a search reads ahead while the query is embedded (their papers'

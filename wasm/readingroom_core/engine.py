@@ -4,13 +4,14 @@ The browser (Pyodide) and the CLI/eval (CPython) both run this class, so offline
 visitors get. Papers, the chunk table and the postings directory load at construction, so keyword
 results come first; the dense directory loads on first dense use (or `load_vectors()`). Everything else
 is read by range as queries need it (`ranges`): each query term's dictionary block and a bounded prefix
-of its impact-ordered postings (`termindex`), the nearest coarse lists' codes and the int8 rows of the
-best candidates (`denselists`), and a chunk's text when it is shown, cited or checked for a quoted
-phrase (`papertexts`: its paper's head, then its group of chunks).
+of its impact-ordered postings (`readers.postings`), the nearest coarse lists' codes and the int8 rows
+of the best candidates (`readers.dense`), and a chunk's text when it is shown, cited or checked for a
+quoted phrase (`readers.texts`: its paper's head, then its group of chunks).
 
-The engine runs a search from the parts each module owns: the query string (`querysyntax`), which
-chunks filters allow (`filters`), the two retrievers (`bm25`, `hnsw`), the paper view (`paperview`),
-fusion and diversity (`fusion`), snippets (`snippets`) and "did you mean" (`spelling`).
+The engine runs a search, as its options ask (`options`), from the parts each module owns: the query
+string (`querysyntax`), which chunks filters allow (`filters`), the two retrievers (`readers.postings`,
+`readers.dense`), the paper view (`paperview`), fusion and diversity (`fusion`), snippets (`snippets`)
+and "did you mean" (`spelling`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from readingroom_core.analysis import contains_phrase
-from readingroom_core.denselists import DEFAULT_RESCORE, DEFAULT_SCAN, DenseLists, read_dense_directory
-from readingroom_core.filters import Allowed, Filters, PaperFilter, merge_filters
+from readingroom_core.filters import Allowed, PaperFilter, merge_filters
+from readingroom_core.formats.chunks import read_chunk_table
+from readingroom_core.formats.dense import read_dense_directory
+from readingroom_core.formats.manifest import DataFiles
+from readingroom_core.formats.postings import read_term_directory
+from readingroom_core.formats.texts import TextChunk
 from readingroom_core.fusion import (
     Fused,
     Ranking,
@@ -35,19 +40,18 @@ from readingroom_core.fusion import (
 )
 from readingroom_core.lru import LastResult
 from readingroom_core.navigation import PaperFinder, named_first
+from readingroom_core.options import SearchOptions, check_options
 from readingroom_core.packedrows import PackedRows
-from readingroom_core.papertable import read_paper_table, read_paper_vectors
-from readingroom_core.papertexts import PaperTexts
 from readingroom_core.paperview import PaperView
 from readingroom_core.querysyntax import Query, embedding_text, parse_search
 from readingroom_core.ranges import Announce, Block, BlockReader, RangeRead, whole_file_ranges
-from readingroom_core.sitedata import DataFiles, TextChunk, read_chunk_table
+from readingroom_core.readers.dense import DenseLists
+from readingroom_core.readers.papers import read_paper_table, read_paper_vectors
+from readingroom_core.readers.postings import TermIndex
+from readingroom_core.readers.texts import PaperTexts
 from readingroom_core.snippets import make_snippet
 from readingroom_core.spelling import Speller
-from readingroom_core.termindex import DEFAULT_PREFIX, TermIndex, read_term_directory
 
-MODES = ("hybrid", "bm25", "dense")
-FUSIONS = ("weighted", "rrf")
 RETRIEVERS = ("bm25", "dense")
 # Candidates a phrase check names in its first batch (their texts' heads and groups; later batches double),
 # and the most it checks: the phrase's matches among the best 256 keyword candidates that hold its words
@@ -56,50 +60,6 @@ PHRASE_TEXTS_FIRST = 8
 PHRASE_CHECKS = 256
 
 Reader = Callable[[str], bytes]
-
-
-@dataclass
-class SearchOptions:
-    k: int = 10
-    mode: str = "hybrid"  # "hybrid" | "bm25" | "dense"
-    fusion: str = "weighted"  # "weighted" (min-max scores) | "rrf"
-    # Weighted fusion; BM25 gets 1 - dense_weight. 0.3 scores best over the 54 answerable dev + extra
-    # questions and on BEIR (SciFact 0.733 against 0.725 at 0.6; NFCorpus, ArguAna the same); at 0.6 the
-    # MRR on extra is 0.63 against 0.75.
-    dense_weight: float = 0.3
-    # The paper view (weighted hybrid only, on sites whose papers carry a vector): each result gains
-    # paper_weight x its paper's similarity to the query (min-max over the papers), and the opening passage
-    # of the paper_openings most similar papers joins the dense candidates with that similarity. Chosen on
-    # the tuning questions (dev, extra, tune; `eval --paper-weight 0 --paper-openings 0` turns it off):
-    # against no paper view, paraphrase R@10 on tune is 0.71 (0.60) and MRR 0.49 (0.47); MRR on extra
-    # 0.80 (0.77), on dev 0.79 (0.81). 0.5 scores better on tune alone and worse on extra.
-    paper_weight: float = 0.3
-    paper_openings: int = 3
-    rrf_k: int = 60
-    # Per retriever, before fusion. 60 ranks within 0.01 of 100 (page-level MRR and nDCG@10, both question
-    # sets) at a p50 of 14-15 ms of browser core time per hybrid query on the mirror site, where 100 takes
-    # 19-20 ms (the HNSW beam is max(ef, candidates)).
-    candidates: int = 60
-    # Diversity caps, 0 = unlimited. One chunk per page: over the 54 answerable dev + extra questions it
-    # gives page-level nDCG@10 0.75 against 0.69 uncapped (dev) and 0.72 against 0.68 (extra); caps of 5
-    # per paper and 2 per section cost 0.05 (dev) and 0.01 (extra), as questions often have several gold
-    # pages in one paper.
-    per_paper: int = 10  # most chunks of one paper in the top k
-    per_section: int = 3  # most chunks of one (paper, section) in the top k
-    per_page: int = 1  # most chunks citing one page of a paper (a chunk cites every page it spans)
-    # The ranged indexes' bounds (0 = read everything, the exhaustive search the bounds are measured
-    # against): postings read per query term (termindex), rows whose codes are scored and rows rescored
-    # (denselists).
-    postings_prefix: int = DEFAULT_PREFIX
-    scan: int = DEFAULT_SCAN
-    rescore: int = DEFAULT_RESCORE
-    filters: Filters = field(default_factory=Filters)
-
-    def exhaustive(self) -> SearchOptions:
-        """The same search with every bound of the ranged indexes lifted: what the bounds' loss is measured
-        against. Named here, beside the bounds, so that a renamed or added bound cannot leave a benchmark
-        comparing one bounded search with another."""
-        return replace(self, postings_prefix=0, scan=0, rescore=0)
 
 
 @dataclass
@@ -131,25 +91,6 @@ class Prepared:
     bm25: Ranking | None = None  # None when the keyword side takes no part (dense mode)
     browse: list[Fused] | None = None  # the results of a query of filters alone
     named: int | None = None  # opening doc id of the paper the query names (navigation), shown first
-
-
-def check_options(options: SearchOptions) -> None:
-    if options.mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {options.mode!r}")
-    if options.fusion not in FUSIONS:
-        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {options.fusion!r}")
-    if not 0 <= options.dense_weight <= 1:
-        raise ValueError(f"dense_weight must lie in [0, 1], got {options.dense_weight}")
-    if options.paper_weight < 0 or options.paper_openings < 0:
-        raise ValueError(
-            f"paper_weight and paper_openings must be >= 0, got {options.paper_weight} and {options.paper_openings}"
-        )
-    if options.k < 0 or options.candidates < 1 or options.rrf_k < 0:
-        raise ValueError("k must be >= 0, candidates >= 1, rrf_k >= 0")
-    if min(options.postings_prefix, options.scan, options.rescore) < 0:
-        raise ValueError("postings_prefix, scan and rescore must be >= 0 (0 = all)")
-    if min(options.per_paper, options.per_section, options.per_page) < 0:
-        raise ValueError("per_paper, per_section and per_page must be >= 0 (0 = unlimited)")
 
 
 class SearchEngine:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from readingroom_core.analysis import bare_id, fold
+from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.lru import LastResult
-from readingroom_core.sitedata import PaperRecord
 
 # Allowed chunks are listed up to this many: the dense side reads the lists holding them only for a few
 # hundred at most (`DenseLists.reads_holders`), and listing costs time only where it is used.

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 from readingroom_core.analysis import bare_id
-from readingroom_core.engine import SearchEngine, SearchOptions
+from readingroom_core.engine import SearchEngine
+from readingroom_core.options import SearchOptions
 from readingroom_core.verification import Found, page_holding
 
 CANDIDATE_PASSAGES = 6  # BM25 passages whose pages are checked for one quote

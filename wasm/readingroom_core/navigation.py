@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from readingroom_core.analysis import STOP_WORDS, bare_id, fold
+from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.fusion import Fused
 from readingroom_core.lru import LastResult
-from readingroom_core.sitedata import PaperRecord
 from readingroom_core.spelling import edit_distance
 
 # New-style ids (2106.09685, 1301.3781), old-style ones (hep-th/9901001, math.gt/0309136), each with an

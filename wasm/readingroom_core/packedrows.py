@@ -16,10 +16,10 @@ import sys
 from array import array
 from collections.abc import Sequence
 
-from readingroom_core.hnsw import dot
+from readingroom_core.readers.hnsw import dot
 
 OFFSET = 128  # int8 values are packed as value + 128, never negative
-# The largest query component, as the dense side's exact cosine holds a query (hnsw.QUERY_RESOLUTION):
+# The largest query component, as the dense side's exact cosine holds a query (readers.hnsw.QUERY_RESOLUTION):
 # a row's running product, below dims x 255 x MAX_QUERY, fits 4 bytes up to 514 dimensions (384 here).
 # Columns of 4-byte fields are half as long as the 8-byte ones 30-bit queries would need, and a query
 # costs about half as much (commit 4c7a3ac).

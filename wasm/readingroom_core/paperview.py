@@ -1,9 +1,10 @@
 """The paper view of hybrid search: how close each paper as a whole is to the query.
 
 A question often describes a paper in other words than any one passage uses; the paper's vector
-(`sitedata.PaperVector`: its passages and its abstract together, stored by `papertable`) catches that.
-The engine adds each paper's similarity to its passages' fused scores (`fusion.with_paper_prior`) and
-lets the opening passage of the closest papers join the dense candidates (`with_openings`).
+(`formats.papers.PaperVector`: its passages and its abstract together, read from `files.paper_vectors`)
+catches that. The engine adds each paper's similarity to its passages' fused scores
+(`fusion.with_paper_prior`) and lets the opening passage of the closest papers join the dense candidates
+(`with_openings`).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from readingroom_core.filters import Allowed
+from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.fusion import Ranking
 from readingroom_core.lru import LastResult
 from readingroom_core.packedrows import PackedRows, integer_query
-from readingroom_core.sitedata import PaperRecord
 
 
 class PaperView:
-    """The papers' vectors (`papertable.read_paper_vectors`), read on first use through `load`; a site
+    """The papers' vectors (`readers.papers.read_paper_vectors`), read on first use through `load`; a site
     without them (BEIR, where a passage is its own paper) has no paper view."""
 
     def __init__(self, papers: Sequence[PaperRecord], load: Callable[[], PackedRows] | None = None) -> None:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from readingroom_core.sitedata import GZIP_SUFFIX, gunzipped
+from readingroom_core.formats.versioned import GZIP_SUFFIX, gunzipped
 
 RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive) -> those bytes
 # Told every range one read needs before any is read: the browser's worker fetches them all at once
@@ -31,8 +31,8 @@ Reader = Callable[[str], bytes]
 # without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
 # Pyodide's WebAssembly memory grows in steps of a fifth and never shrinks, so what matters is the peak
 # need: this bound keeps the worker's memory at one step through the scale bench's questions at 10,000
-# papers, for a few KB more per first-sight query (commit 65bb913, measured with scripts/worker_memory.py).
-# Halving it, termindex.KEPT_POSTINGS and denselists.KEPT_LISTS would cost far more bytes per query:
+# papers, for a few KB more per first-sight query (commit 65bb913, measured with scripts/worker_memory.py, removed in cf98ed9).
+# Halving it, readers.postings.KEPT_POSTINGS and readers.dense.KEPT_LISTS would cost far more bytes per query:
 # later questions find less of what earlier ones read.
 CACHE_BYTES = 24 << 20
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from readingroom_core.analysis import analyze
 from readingroom_core.querysyntax import field_spans
-from readingroom_core.termindex import TermIndex
+from readingroom_core.readers.postings import TermIndex
 
 _WORD_RE = re.compile(r"[A-Za-z]{5,}")  # shorter words are too easily another real word
 SPELLED_CANDIDATES = 4  # nearest stems spelt out (each may read up to five passages' texts)

@@ -18,7 +18,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from builder.models import Chunk, ParsedPaper
-from readingroom_core.sitedata import chunk_id
+from readingroom_core.formats.texts import chunk_id
 
 
 @dataclass(frozen=True)

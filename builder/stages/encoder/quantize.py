@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from readingroom_core.wordpieces import SCALE_BYTES
+from readingroom_core.formats.wordpieces import SCALE_BYTES
 
 INT8_QUANTIZATION = {  # absmax steps everywhere (coarse_steps=False): the baseline bench_encoder compares against
     "weights": "int8 symmetric, per output channel (MatMul) / per row (embeddings)",

@@ -1,6 +1,6 @@
 """Quantize passage vectors and write them as a USearch HNSW file, beside the site, for other tools.
 
-Search reads the same int8 rows from the dense lists (`stages/dense_lists.py`), by range; the HNSW file
+Search reads the same int8 rows from the dense lists (`writers/dense.py`), by range; the HNSW file
 stays out of the published site, where no visitor would read it (45 MB of a 289 MB site at 1,000 papers):
 `build --out site` writes `site.usearch` beside `site/`, one per site (a cache may serve several lists).
 
@@ -8,7 +8,8 @@ usearch's own i8 cast (127 per unit vector) leaves most of a 384-d MiniLM vector
 +-10, which costs retrieval quality. We scale all unit vectors by one calibrated global factor (a high
 percentile of |x_i| maps to 127, rarer outliers are clipped), round, and hand usearch the int8 rows,
 which it stores unchanged. Cosine is scale-invariant, so the reader can score a float query against
-the rows directly. `wasm/readingroom_core/hnsw.py` reads the file; it pins the same usearch version.
+the rows directly. `readingroom_core/readers/hnsw.py` reads the file (`formats/hnsw.py`: its layout); it
+pins the same usearch version.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from builder.offline import load_onnxruntime_first
 from builder.scratch import write_atomically
-from readingroom_core.hnsw import PINNED_VERSION
+from readingroom_core.formats.hnsw import PINNED_VERSION
 
 USEARCH_VERSION = ".".join(map(str, PINNED_VERSION))  # the version the core's reader decodes
 INT8_LIMIT = 127

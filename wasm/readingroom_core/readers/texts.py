@@ -1,41 +1,19 @@
-"""Paper texts read by range: a result card, a phrase check or a cited page reads the few chunks it needs,
-not its paper's whole text (at 10,000 papers a first-sight query fetched about 250 KB of whole texts).
-
-`files.texts` (`data/texts.*.bin`, ranged) holds each paper, in reading-list order, as its head and then
-its chunks in groups of `GROUP_CHUNKS`, every piece raw-deflated on its own:
-- the head (`TextHead`, compact JSON): each chunk's span in the paper's text, each page's span, and each
-  group's size and sha256 prefix;
-- a group: compact JSON, one entry per chunk: its text, or [text, id] for an id that `sitedata.chunk_id`
-  does not rebuild (a BEIR document's).
-Groups deflate against a preset dictionary, the list's commonest words (`files.text_dictionary`, fetched
-with the keyword files): small groups then take about what whole papers gzipped took (the mirror's texts,
-groups of 8: 1.25 times without it, 1.05 with it). The paper table gives each paper's head size, its whole
-size and its head's sha256 prefix (`PaperRecord.text_bytes`, `text_sha256`): the manifest checks the table,
-the table a head and the head its groups. A chunk costs two batches of ranges (`ranges.Announce`): the
-heads of the papers named, then the groups.
+"""The papers' texts read by range (`formats.texts`): a chunk costs two batches of ranges
+(`ranges.Announce`): the heads of the papers named, then the groups; both are kept decoded, bounded,
+between steps.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-import zlib
-from array import array
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
+from readingroom_core.formats.papers import PaperRecord
+from readingroom_core.formats.texts import GROUP_CHUNKS, TextChunk, TextHead, entry_chunk, inflated, loaded
 from readingroom_core.lru import Recent
-from readingroom_core.ranges import Block, BlockReader, DamagedData
-from readingroom_core.sitedata import PageRange, PaperRecord, PaperText, TextChunk, chunk_id, compact_json
+from readingroom_core.ranges import Block, BlockReader
 
-GROUP_CHUNKS = 8  # 16 took 0.95 of the bytes and twice each read; 4 took 1.07 (the mirror's texts)
-DICTIONARY_BYTES = 32 << 10  # deflate's window: a preset dictionary longer than this is never reached
-DICTIONARY_SAMPLE_CHARS = 8 << 20  # the words counted for it, from chunks spread over the whole list
-SHA_DIGITS = 16  # 64 bits of a head's or a group's sha256, as the forward index keeps of its groups
 # Heads and decoded groups kept between steps, the least recently used forgotten (engine.forget_past_texts):
 # a head is its spans (about 84 chunks a paper) and a group 8 chunks' text, about 10 KB.
 KEPT_HEADS = 1024
@@ -43,39 +21,6 @@ KEPT_GROUPS = 1024
 # Each head and group is its own request, even beside another: the worker reads ahead the very ranges
 # `unread` names, and finds a range it fetched only under the same bounds.
 ALONE = -1
-_WORD_RE = re.compile(r" ?[^\W\d_]+[,.]?")
-
-
-@dataclass(frozen=True)
-class TextHead:
-    """A paper's chunk spans (start, end pairs, flat), page spans and groups: each (size, sha256 prefix),
-    in file order after the head."""
-
-    spans: array[int]
-    pages: tuple[PageRange, ...]
-    groups: tuple[tuple[int, str], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "spans": self.spans.tolist(),
-            "pages": [[p.page, p.start, p.end] for p in self.pages],
-            "groups": [list(group) for group in self.groups],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TextHead:
-        return cls(
-            array("q", data["spans"]),
-            tuple(PageRange(*page) for page in data["pages"]),
-            tuple((size, sha) for size, sha in data["groups"]),
-        )
-
-    @property
-    def chunk_count(self) -> int:
-        return len(self.spans) // 2
-
-    def span(self, index: int) -> tuple[int, int]:
-        return self.spans[2 * index], self.spans[2 * index + 1]
 
 
 @dataclass(frozen=True)
@@ -85,74 +30,6 @@ class TextLocation:
     start: int
     head_end: int
     end: int
-
-
-# --- writing -------------------------------------------------------------------------------------------
-
-
-def preset_dictionary(texts: Sequence[str]) -> bytes:
-    """The commonest words of `texts` (with their leading space, and a trailing comma or stop), the
-    commonest last (deflate reaches near bytes more cheaply), at most DICTIONARY_BYTES; counted over
-    about DICTIONARY_SAMPLE_CHARS of texts taken evenly from the whole list."""
-    total = sum(map(len, texts))
-    step = max(1, -(-total // DICTIONARY_SAMPLE_CHARS))
-    counts: Counter[str] = Counter()
-    for text in texts[::step]:
-        counts.update(_WORD_RE.findall(text))
-    words, size = [], 0
-    for word, _ in counts.most_common():
-        words.append(word)
-        size += len(word.encode("utf-8"))
-        if size >= DICTIONARY_BYTES:
-            break
-    return "".join(reversed(words)).encode("utf-8")[-DICTIONARY_BYTES:]
-
-
-def texts_file_bytes(
-    texts: Sequence[PaperText], dictionary: bytes
-) -> tuple[bytes, list[tuple[int, int, str]]]:
-    """The texts file, and for each paper (its head's size, its whole size, its head's sha256 prefix)."""
-    parts: list[bytes] = []
-    located = []
-    for text in texts:
-        groups = [
-            _deflated(
-                compact_json([_chunk_entry(chunk, text.id) for chunk in text.chunks[at : at + GROUP_CHUNKS]]),
-                dictionary,
-            )
-            for at in range(0, len(text.chunks), GROUP_CHUNKS)
-        ]
-        head = TextHead(
-            array("q", [value for chunk in text.chunks for value in (chunk.start, chunk.end)]),
-            text.pages,
-            tuple((len(group), _sha(group)) for group in groups),
-        )
-        head_bytes = _deflated(compact_json(head.to_json()))
-        parts += [head_bytes, *groups]
-        located.append((len(head_bytes), len(head_bytes) + sum(map(len, groups)), _sha(head_bytes)))
-    return b"".join(parts), located
-
-
-def _chunk_entry(chunk: TextChunk, paper_id: str) -> str | list[str]:
-    if chunk.id == chunk_id(paper_id, chunk.start, chunk.end, chunk.text):
-        return chunk.text
-    return [chunk.text, chunk.id]  # an id of another kind (a BEIR document's)
-
-
-def _deflated(data: bytes, dictionary: bytes | None = None) -> bytes:
-    packer = (
-        zlib.compressobj(9, zlib.DEFLATED, -15, 9, zdict=dictionary)
-        if dictionary
-        else zlib.compressobj(9, zlib.DEFLATED, -15, 9)
-    )
-    return packer.compress(data) + packer.flush()
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:SHA_DIGITS]
-
-
-# --- reading -------------------------------------------------------------------------------------------
 
 
 class PaperTexts:
@@ -293,7 +170,7 @@ class PaperTexts:
         missing.sort()
         found = self._blocks.read([self._head_block(index) for index in missing], gap=ALONE, keep=False)
         for index, data in zip(missing, found, strict=True):
-            head = TextHead.from_json(_load(_inflated(data, None, self.path), self.path))
+            head = TextHead.from_json(loaded(inflated(data, None, self.path), self.path))
             if head.chunk_count != self._papers[index].chunk_count:
                 raise ValueError(
                     f"{self.path}: paper {self._papers[index].id}'s text does not hold the chunks the paper table lists"
@@ -325,7 +202,7 @@ class PaperTexts:
     def _decoded_group(self, paper_index: int, number: int, data: bytes) -> tuple[TextChunk, ...]:
         paper = self._papers[paper_index]
         head = self._heads[paper_index]
-        entries = _load(_inflated(data, self._dictionary, self.path), self.path)
+        entries = loaded(inflated(data, self._dictionary, self.path), self.path)
         first = number * GROUP_CHUNKS
         if not isinstance(entries, list) or len(entries) != min(GROUP_CHUNKS, head.chunk_count - first):
             raise ValueError(
@@ -333,27 +210,5 @@ class PaperTexts:
             )
         chunks = []
         for index, entry in enumerate(entries, first):
-            text, explicit = (entry, None) if isinstance(entry, str) else entry
-            start, end = head.span(index)
-            chunks.append(TextChunk(explicit or chunk_id(paper.id, start, end, text), start, end, text))
+            chunks.append(entry_chunk(entry, paper.id, *head.span(index)))
         return tuple(chunks)
-
-
-def _inflated(data: bytes, dictionary: bytes | None, path: str) -> bytes:
-    unpacker = zlib.decompressobj(-15, zdict=dictionary) if dictionary else zlib.decompressobj(-15)
-    try:
-        plain = unpacker.decompress(data) + unpacker.flush()
-    except zlib.error as error:
-        raise DamagedData(
-            f"{path}: a paper's text could not be decompressed; the site's data is damaged"
-        ) from error
-    if not unpacker.eof:
-        raise DamagedData(f"{path}: a paper's text is cut short; the site's data is damaged")
-    return plain
-
-
-def _load(plain: bytes, path: str) -> Any:
-    try:
-        return json.loads(plain)
-    except ValueError as error:
-        raise DamagedData(f"{path}: a paper's text is not valid JSON; the site's data is damaged") from error

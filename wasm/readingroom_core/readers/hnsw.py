@@ -1,8 +1,9 @@
-"""Read a usearch 2.26.6 HNSW file (cosine, int8) and search it the way usearch does, in pure Python.
+"""Read a usearch 2.26.6 HNSW file (cosine, int8: `formats.hnsw`) and search it the way usearch does, in pure
+Python.
 
-The site's search no longer reads this file (it needs the whole of it: 3.6 MB gzipped at 112 papers);
-it reads the same int8 rows by range through `denselists`, whose rescoring computes this module's cosine.
-The file is still written (`builder/stages/index.py`) for other tools, and this reader measures it
+The site's search does not read this file (it needs the whole of it: 3.6 MB gzipped at 112 papers); it
+reads the same int8 rows by range through `readers.dense`, whose rescoring computes this module's cosine.
+The file is written (builder/writers/hnsw.py) for other tools, and this reader measures it
 (scripts/bench_build.py). It runs in CPython and Pyodide alike; Pyodide has no numpy, so every
 distance is one `math.sumprod` (3.12+) or `sum(map(mul, ...))` over a 384-byte row. Rows are kept as
 offset-binary `bytes` (value + 128): iterating bytes yields cached small ints, which is the fastest
@@ -30,6 +31,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
 from operator import mul
 
+from readingroom_core.formats.hnsw import (
+    DENSE_HEAD,
+    DENSE_HEAD_SIZE,
+    GRAPH_HEAD,
+    KEY_U64,
+    MAGIC,
+    METRIC_COS,
+    PINNED_VERSION,
+    ROWS_AT,
+    SCALAR_I8,
+    SCALAR_NAMES,
+    SLOT_U32,
+)
+
 if sys.version_info >= (3, 12):
     dot = math.sumprod
 else:
@@ -40,20 +55,9 @@ else:
         return sum(products)
 
 
-ROWS_AT = 8  # the vector block follows the (rows, bytes per row) header
-MAGIC = b"usearch"
-PINNED_VERSION = (2, 26, 6)
-METRIC_COS = ord("c")
-SCALAR_I8 = 23
-SCALAR_NAMES = {1: "b1x8", 11: "f32", 12: "f16", 23: "i8"}  # usearch 2.10+ codes, for error messages
-KEY_U64 = 14
-SLOT_U32 = 15
 OFFSET = 128
 QUERY_RESOLUTION = 32767  # largest query component in `search`, as an integer
 _TO_OFFSET_BINARY = bytes((i ^ 0x80) for i in range(256))  # two's-complement int8 -> value + 128
-_DENSE_HEAD = struct.Struct("<7s3HBBBBQQQ?")
-_DENSE_HEAD_SIZE = 64
-_GRAPH_HEAD = struct.Struct("<QQQqQ")
 _PRODUCTS_CHECK_ROWS = 64  # rows `use_row_products` compares with Python's own products
 
 Distances = Callable[[Sequence[int]], list[float]]  # cosine distances of the query to these row slots
@@ -95,12 +99,12 @@ class UsearchFile:
         if data[head : head + 7] != MAGIC:
             raise UsearchFormatError(
                 "no 'usearch' magic after the vector block: not a usearch 2.x index saved with 32-bit "
-                "dimensions (or the file is truncated/corrupted); rebuild it with builder/stages/index.py"
+                "dimensions (or the file is truncated/corrupted); rebuild it with builder/writers/hnsw.py"
             )
-        if len(data) < head + _DENSE_HEAD_SIZE + _GRAPH_HEAD.size:
+        if len(data) < head + DENSE_HEAD_SIZE + GRAPH_HEAD.size:
             raise UsearchFormatError("file ends inside the index header; it is truncated, rebuild it")
         (_, major, minor, patch, metric, scalar, key_kind, slot_kind, present, deleted, dims, multi) = (
-            _DENSE_HEAD.unpack_from(data, head)
+            DENSE_HEAD.unpack_from(data, head)
         )
         version = (major, minor, patch)
         if major != PINNED_VERSION[0]:
@@ -131,12 +135,12 @@ class UsearchFile:
             )
         self.size = rows
         self.dimensions = dims
-        self._parse_graph(data, head + _DENSE_HEAD_SIZE)
+        self._parse_graph(data, head + DENSE_HEAD_SIZE)
 
     def _parse_graph(self, data: bytes, graph: int) -> None:
         """The graph's header and level table, and where each node's record starts."""
         rows = self.size
-        size, connectivity, connectivity_base, max_level, entry = _GRAPH_HEAD.unpack_from(data, graph)
+        size, connectivity, connectivity_base, max_level, entry = GRAPH_HEAD.unpack_from(data, graph)
         if size != rows:
             raise UsearchFormatError(f"graph holds {size} nodes but {rows} vectors; the file is corrupted")
         self.connectivity = connectivity
@@ -145,7 +149,7 @@ class UsearchFile:
         self._entry_slot: int = entry
         self._base_block = 4 + 4 * connectivity_base
         self._upper_block = 4 + 4 * connectivity
-        levels_at = graph + _GRAPH_HEAD.size
+        levels_at = graph + GRAPH_HEAD.size
         if len(data) < levels_at + 2 * rows:
             raise UsearchFormatError("file ends inside the graph's level table; it is truncated, rebuild it")
         levels = struct.unpack_from(f"<{rows}h", data, levels_at)

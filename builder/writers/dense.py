@@ -1,11 +1,11 @@
-"""Passage vectors -> the ranged dense files the search core reads (`readingroom_core/denselists.py`).
+"""Passage vectors -> the ranged dense files (`readingroom_core/formats/dense.py`) that search reads.
 
 The rows are the HNSW file's int8 rows (same calibrated scale); they are grouped into coarse lists of
 about ROWS_PER_LIST rows by spherical k-means, so a query reads a few dozen lists' 1-bit codes and then
 the int8 rows of its best candidates, which lie together in the rows file because similar passages share
 a list; within a list the rows are grouped again, by a smaller k-means, so that those candidates also lie
 in few runs. A row's code is the sign of its residual from its list's mean row, with one byte for the
-residual's weight: the estimate a query ranks the codes by (see `denselists.code_scorer`).
+residual's weight: the estimate a query ranks the codes by (see `readers.dense.code_scorer`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from readingroom_core.denselists import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory, ListEntry
+from readingroom_core.formats.dense import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory, ListEntry
 
 # Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, and with
 # 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's checksum
-# (denselists.ROW_SHA_BYTES) costs 2% of its 384 bytes, in the lists file.
+# (formats.dense.ROW_SHA_BYTES) costs 2% of its 384 bytes, in the lists file.
 BLOCK_ROWS = 1
-# Rows in a coarse list, on average: a query scans a budget of rows (denselists.DEFAULT_SCAN), so the
+# Rows in a coarse list, on average: a query scans a budget of rows (readers.dense.DEFAULT_SCAN), so the
 # lists' size, not their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows;
 # the tuning questions, scan 4,096, rescore 200, recall@10 against the exact int8 scan): about sqrt(N)
 # lists of 917 rows 0.66 (residual codes; the codes of the rows' own signs, 0.67); 512 rows 0.77; 256

@@ -1,103 +1,34 @@
-"""BM25 postings a query reads by range: impact-ordered pages per term, found through a small dictionary,
-and the best candidates rescored exactly from a forward file.
-
-Five files (written by `TermLayout`, read by `TermIndex`):
-
-- the directory (`files.postings`, loaded at start-up and checked by the manifest): the BM25 parameters,
-  the page size, how many page checksums a dictionary entry holds, per dictionary block its first term
-  and its byte range and sha256 in the terms file, and the forward file's group size, its smallest
-  document frequency and its index's size and sha256:
-      {"v": FORMAT_VERSION, "n": N, "k1", "b", "avgdl", "page": P, "inline_pages": I, "terms": path,
-       "pages": path, "blocks": [[first term, end, sha256], ...], "forward": path,
-       "forward_group": G, "forward_min_df": F, "forward_index": [path, size, sha256]}
-- the terms file: blocks of sorted terms, each a JSON object {term: [doc freq, start, rank, [page size,
-  ...], page sha, ...]} (rank: the term's number in the forward file, -1 for a term in at most F
-  documents): the byte sizes and shas of its first I pages (sha256 as their first 32 hex digits), and for
-  a term with more pages one more sha: that of the rest's page records, which lie in the pages file just
-  before its pages;
-- the pages file: per term the records of its pages past the I-th (little-endian uint32 byte size and 16
-  bytes of sha256 each, only for a term with more than I pages), then its postings in impact order (BM25
-  weight of the term in the document, best first, ties by doc id), P to a page; within a page, in doc id
-  order, varints of the doc id gap, the term frequency and the document length, deflated (at 1,000
-  papers, 2.7 bytes a posting where fixed-width fields took 8);
-- the forward file: per document, in doc id order, the frequency of each term in more than F documents
-  (varints: the count, then rank gaps and frequencies), G documents to a group, each group deflated;
-- the forward index (read whole, once): little-endian uint32 start of each group and the end of the last,
-  then each group's first 8 bytes of sha256.
-
-A query reads its terms' dictionary blocks, then the first `prefix` postings of each term: the documents
-where a term weighs most. An entry names only the pages a default query reads, so a block stays small
-however common its terms are ("model" has 2,500 pages at 10,000 papers); a deeper read (a phrase, every
-posting) first reads the rest of the term's page records. Its best `rescore` candidates then get the
-weight of every term whose unread tail may hold them, from their groups in the forward file: a common
-term ("model" is in 73% of passages) weighs little per passage, but a dozen of them decide many top-10s
-on a large list (scripts/bm25_depth_study.py). Scores are exact where they are computed: same formula, same order of sums as
-`bm25.BM25Index`.
+"""BM25 over the ranged postings (`formats.postings`): a query reads its terms' dictionary blocks, then the
+first `prefix` postings of each term, the documents where a term weighs most; its best `rescore`
+candidates then get the weight of every term whose unread tail may hold them, from their groups in the
+forward file (`readers/forward.py`). Scores are exact where they are computed: same formula, same order
+of sums as `bm25.BM25Index`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import sys
-import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from readingroom_core.bm25 import (
-    Postings,
-    decode_entry,
-    length_norm,
-    lucene_idf,
-    sum_scores,
-    term_weights,
-    top_scores,
+from readingroom_core.bm25 import length_norm, lucene_idf, sum_scores, term_weights, top_scores
+from readingroom_core.formats.postings import (
+    DEFAULT_PREFIX,
+    PAGE_RECORD_BYTES,
+    PAGE_SHA_DIGITS,
+    TermDirectory,
+    page_values,
 )
 from readingroom_core.lru import LastResult, Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
-from readingroom_core.sitedata import FORMAT_VERSION, little_endian, load_versioned
+from readingroom_core.readers.forward import ForwardFile
 
-PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
-# Each page and each forward group is stored as a raw deflate stream (no header: its sha checks it). The
-# varints' bytes are far from uniform (most gaps and frequencies are small, the forward file's rank gaps
-# repeat), and deflate takes 23% off the pages and 47% off the forward groups: at 1,000 papers the pages
-# file is 19.8 -> 15.4 MB (3.5 -> 2.7 bytes a posting) and the forward file 4.05 -> 2.16 MB; zlib unpacks
-# one in microseconds, in CPython and in Pyodide alike.
-DEFLATE_LEVEL = 9
-RAW_DEFLATE = -15  # zlib's wbits for a raw stream with a 32 KB window
-# A dictionary block's size the writer aims at: a query reads one per term, the directory (read at start-up)
-# names each. scripts/dictionary_growth_study.py on the 112-paper site, dictionary bytes per question
-# (median, p95): 64, 161 KB at 8,192; 32, 81 KB at 4,096 (the directory, its blocks' starts left implicit
-# and their shas cut to 128 bits: 23 -> 26 KB, 13 -> 15 KB gzipped).
-BLOCK_BYTES = 4096
-PAGE_SHA_DIGITS = 32  # 128 bits of sha256 per page and per dictionary block
-PAGE_RECORD_BYTES = 4 + PAGE_SHA_DIGITS // 2  # a deeper page's uint32 byte size and sha256 prefix
-# Postings read per query term, and candidates rescored from the forward file. scripts/bm25_depth_study.py,
-# tuning questions, the 112-paper site read with the prefix cut to the share of passages it reads at 1,000
-# papers, top-10 overlap with exhaustive BM25 rescoring 100 (200): 0.942 (0.972) at 2,048, 0.984 (0.988)
-# at 4,096; the same share as at 10,000 papers: 0.628 (0.714) at 2,048, 0.714 (0.788) at 4,096. On the
-# 1,000-paper list a cold keyword query reads a median of 253 KB (pages 173, dictionary 32, forward groups
-# 41), against 229 KB at 2,048 with fixed-width pages and 8 KB blocks (pages 98, dictionary 50, forward 72).
-DEFAULT_PREFIX = 4096
+# Candidates rescored from the forward file, chosen with the postings read per term
+# (formats.postings.DEFAULT_PREFIX, whose record holds both).
 DEFAULT_RESCORE = 100
-FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's frequencies are read in
-# The forward file holds the terms in more documents: a default read leaves no other term a tail.
-FORWARD_MIN_DF = DEFAULT_PREFIX
-# Of each forward group's sha256, the forward index holds 64 bits: the index is read whole by the first
-# query of several words (at 10,000 papers, 52,626 groups: 1.05 MB with 128 bits, 0.63 MB with 64, a sixth
-# of a second at 20 Mbit/s before the first keyword result); a damaged group still fails its check but
-# for one chance in 2**64.
-FORWARD_SHA_BYTES = 8
-FORWARD_GAP_BYTES = 1024  # groups this close are read in one request
-# Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
-# round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
-INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
-
 # Decoded postings kept between queries, 16 bytes each in typed arrays (as Python lists they took about
 # 80: 85 MB at half this bound), so about 32 MB. Decoding is most of a query's keyword time: at 10,000
 # papers, the scale bench's 276 questions had a p50 of 72.5 ms in CPython with half this bound, 59.6 with
@@ -134,260 +65,6 @@ class TermEntry(NamedTuple):
         return self.shas[number * width : (number + 1) * width].hex()
 
 
-@dataclass(frozen=True)
-class TermDirectory:
-    """The postings directory: the BM25 parameters and where each dictionary block lies."""
-
-    n: int
-    k1: float
-    b: float
-    avgdl: float
-    page: int
-    inline_pages: int
-    terms: str
-    pages: str
-    blocks: tuple[tuple[str, int, int, str], ...]  # (first term, start, end, sha256 prefix) in the terms file
-    forward: str
-    forward_group: int
-    forward_min_df: int
-    forward_index: tuple[str, int, str]  # (path, size, sha256)
-
-    def to_json(self) -> dict[str, Any]:
-        keys = ("n", "k1", "b", "avgdl", "page", "inline_pages", "terms", "pages", "blocks", "forward")
-        data = {"v": FORMAT_VERSION, **{key: getattr(self, key) for key in keys}}
-        data["blocks"] = [[first, end, sha] for first, _, end, sha in self.blocks]  # starts: the ends before
-        forward = {"forward_group": self.forward_group, "forward_min_df": self.forward_min_df}
-        return data | forward | {"forward_index": self.forward_index}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TermDirectory:
-        ends = [int(end) for _, end, _ in data["blocks"]]
-        blocks = tuple(
-            (str(first), start, end, str(sha))
-            for (first, _, sha), start, end in zip(data["blocks"], [0, *ends], ends, strict=False)
-        )
-        path, size, sha = data["forward_index"]
-        return cls(
-            data["n"],
-            data["k1"],
-            data["b"],
-            data["avgdl"],
-            data["page"],
-            data["inline_pages"],
-            data["terms"],
-            data["pages"],
-            blocks,
-            data["forward"],
-            data["forward_group"],
-            data["forward_min_df"],
-            (str(path), int(size), str(sha)),
-        )
-
-
-def read_term_directory(data: bytes | str, what: str = "postings directory") -> TermDirectory:
-    return TermDirectory.from_json(load_versioned(data, what))
-
-
-def _compact(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def read_varints(data: bytes) -> list[int]:
-    if data and data[-1] & 0x80:
-        raise ValueError("the data ends inside a number")
-    if 8 * (len(data) - len(data.translate(None, CONTINUATION_BYTES))) < len(data):
-        return _mostly_one_byte_varints(data)
-    values, value, shift = [], 0, 0
-    for byte in data:
-        value |= (byte & 0x7F) << shift
-        if byte & 0x80:
-            shift += 7
-        else:
-            values.append(value)
-            value, shift = 0, 0
-    return values
-
-
-CONTINUATION_BYTES = bytes(range(0x80, 0x100))
-LONGER_VARINT = re.compile(rb"[\x80-\xff]+[\x00-\x7f]")
-
-
-def _mostly_one_byte_varints(data: bytes) -> list[int]:
-    """Varints where few take two bytes or more (a forward group: 98% are one byte): the one-byte runs
-    between the longer ones are copied whole, which halves the time of a byte-by-byte loop; where many are
-    longer (a page's doc id gaps), that loop is faster."""
-    values: list[int] = []
-    at = 0
-    for longer in LONGER_VARINT.finditer(data):
-        values += data[at : longer.start()]
-        value = 0
-        for shift, byte in enumerate(longer.group()):
-            value |= (byte & 0x7F) << (7 * shift)
-        values.append(value)
-        at = longer.end()
-    values += data[at:]
-    return values
-
-
-def _page_bytes(chosen: list[int], doc_ids: list[int], frequencies: list[int], lengths: list[int]) -> bytes:
-    """Postings `chosen` (positions in the term's lists) in doc id order: gap, frequency, length varints,
-    deflated (see DEFLATE_LEVEL)."""
-    data, previous = bytearray(), 0
-    for i in sorted(chosen, key=doc_ids.__getitem__):
-        data += varint(doc_ids[i] - previous) + varint(frequencies[i]) + varint(lengths[doc_ids[i]])
-        previous = doc_ids[i]
-    return _deflated(bytes(data))
-
-
-def _deflated(data: bytes) -> bytes:
-    packer = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, RAW_DEFLATE)
-    return packer.compress(data) + packer.flush()
-
-
-def page_values(data: bytes, what: str) -> list[int]:
-    """A stored page's or forward group's varints; `what` names it in the error."""
-    try:
-        return read_varints(zlib.decompress(data, RAW_DEFLATE))
-    except (zlib.error, ValueError) as error:
-        raise DamagedData(f"{what} could not be unpacked; the site's data is damaged") from error
-
-
-class TermLayout:
-    """The terms, pages and forward files for a `bm25.Postings`, and the directory once their paths are
-    known."""
-
-    def __init__(
-        self,
-        postings: Postings,
-        page: int = PAGE_ENTRIES,
-        group: int = FORWARD_GROUP,
-        min_df: int = FORWARD_MIN_DF,
-        inline_pages: int = INLINE_PAGES,
-    ) -> None:
-        self.postings = postings
-        self.page = page
-        self.group = group
-        self.min_df = min_df
-        self.inline_pages = inline_pages
-        pages, dictionary = bytearray(), {}
-        norms = [length_norm(postings.k1, postings.b, postings.avgdl, dl) for dl in postings.doc_lengths]
-        held: list[list[tuple[int, int]]] = [[] for _ in range(postings.n)]  # per doc: (rank, frequency)
-        self.forward_terms = 0
-        for term, entry in postings.terms.items():
-            doc_ids, frequencies = decode_entry(entry)
-            rank = -1
-            if len(doc_ids) > min_df:
-                rank, self.forward_terms = self.forward_terms, self.forward_terms + 1
-                for doc_id, frequency in zip(doc_ids, frequencies, strict=True):
-                    held[doc_id].append((rank, frequency))
-            idf = lucene_idf(postings.n, len(doc_ids))
-            weights = term_weights(idf, postings.k1, frequencies, [norms[d] for d in doc_ids])
-            order = sorted(range(len(doc_ids)), key=lambda i: (-weights[i], doc_ids[i]))
-            term_pages = [
-                _page_bytes(order[first : first + page], doc_ids, frequencies, postings.doc_lengths)
-                for first in range(0, len(order), page)
-            ]
-            shas = [hashlib.sha256(data).digest()[: PAGE_SHA_DIGITS // 2] for data in term_pages]
-            sizes = [len(data) for data in term_pages]
-            checksums = [sha.hex() for sha in shas[:inline_pages]]
-            if len(shas) > inline_pages:
-                rest = b"".join(
-                    little_endian(array("I", [size])) + sha
-                    for size, sha in zip(sizes[inline_pages:], shas[inline_pages:], strict=True)
-                )
-                pages += rest
-                checksums.append(hashlib.sha256(rest).hexdigest()[:PAGE_SHA_DIGITS])
-            dictionary[term] = [len(doc_ids), len(pages), rank, sizes[:inline_pages], *checksums]
-            pages += b"".join(term_pages)
-        self.pages_bytes = bytes(pages)
-        self.terms_bytes, self._blocks = _dictionary_blocks(dictionary)
-        self.forward_bytes, self.forward_index_bytes = _forward_files(held, group)
-
-    def directory_bytes(self, terms_path: str, pages_path: str, forward_path: str, index_path: str) -> bytes:
-        p = self.postings
-        index = (
-            index_path,
-            len(self.forward_index_bytes),
-            hashlib.sha256(self.forward_index_bytes).hexdigest(),
-        )
-        directory = TermDirectory(
-            p.n,
-            p.k1,
-            p.b,
-            p.avgdl,
-            self.page,
-            self.inline_pages,
-            terms_path,
-            pages_path,
-            self._blocks,
-            forward_path,
-            self.group,
-            self.min_df,
-            index,
-        )
-        return _compact(directory.to_json())
-
-
-def _forward_files(held: list[list[tuple[int, int]]], group: int) -> tuple[bytes, bytes]:
-    """The forward file (per document its held terms' rank gaps and frequencies, as varints, deflated a
-    group at a time) and its index (each group's start, the end, each group's sha256 prefix)."""
-    data, starts, shas = bytearray(), array("I"), []
-    for first in range(0, len(held), group):
-        values = bytearray()
-        for pairs in held[first : first + group]:
-            values += varint(len(pairs))
-            previous = 0
-            for rank, frequency in pairs:
-                values += varint(rank - previous) + varint(frequency)
-                previous = rank
-        packed = _deflated(bytes(values))
-        starts.append(len(data))
-        shas.append(hashlib.sha256(packed).digest()[:FORWARD_SHA_BYTES])
-        data += packed
-    starts.append(len(data))
-    return bytes(data), little_endian(starts) + b"".join(shas)
-
-
-def _dictionary_blocks(
-    dictionary: dict[str, list[Any]],
-) -> tuple[bytes, tuple[tuple[str, int, int, str], ...]]:
-    """Sorted terms cut into JSON objects of about BLOCK_BYTES, and each one's (first term, range, sha256)."""
-    data, blocks = bytearray(), []
-    current: dict[str, list[Any]] = {}
-    size = 0
-
-    def close() -> None:
-        encoded = _compact(current)
-        blocks.append(
-            (
-                min(current),
-                len(data),
-                len(data) + len(encoded),
-                hashlib.sha256(encoded).hexdigest()[:PAGE_SHA_DIGITS],
-            )
-        )
-        data.extend(encoded)
-
-    for term in sorted(dictionary):
-        current[term] = dictionary[term]
-        size += len(term) + 4 + len(_compact(dictionary[term]))
-        if size >= BLOCK_BYTES:
-            close()
-            current, size = {}, 0
-    if current:
-        close()
-    return bytes(data), tuple(blocks)
-
-
 class TermIndex:
     """BM25 over the ranged postings: the dictionary blocks and pages a query needs, read once each."""
 
@@ -401,8 +78,7 @@ class TermIndex:
         # term -> (postings read, their weights, the lengths of their documents), the terms of recent
         # queries only: common terms come back query after query, and a visit must not grow without bound
         self._postings: Recent[str, Decoded] = Recent(KEPT_POSTINGS, _count)
-        # the groups' starts, and their sha256 prefixes end to end
-        self._forward: tuple[array[int], bytes] | None = None
+        self._forward = ForwardFile(directory, blocks)
         self._last_search: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
         self._last_sums: LastResult[tuple[Any, ...], list[tuple[int, float]]] = LastResult()
         self._norm_table: list[float] = []  # length_norm of each document length, by length
@@ -553,12 +229,11 @@ class TermIndex:
         # one term's own prefix holds its candidates' whole scores: only several terms need the file
         if (
             rescoring
-            and self._forward is None
+            and not self._forward.index_read
             and len(known) > 1
             and any(self._tail_unread(t, prefix) for t in known)
         ):
-            path, size, sha = d.forward_index
-            also.append(Block(path, 0, size, sha))
+            also.append(self._forward.index_block())
         needed = {}
         for term in terms:
             entry = self._entries.get(term)
@@ -728,7 +403,7 @@ class TermIndex:
                     length_of.setdefault(doc_id, length)
         # only a candidate that some unread tail may hold needs its group read
         missing = [doc_id for doc_id in candidates if any(doc_id not in read[number] for number in unread)]
-        held = self._held_terms(missing) if missing else {}
+        held = self._forward.held_terms(missing) if missing else {}
         idfs = {number: lucene_idf(d.n, self._entries[terms[number]].df) for number in unread}
         scores = {}
         for doc_id in candidates:
@@ -745,44 +420,6 @@ class TermIndex:
                     score += weight
             scores[doc_id] = score
         return scores
-
-    def _held_terms(self, doc_ids: list[int]) -> dict[int, dict[int, int]]:
-        """Each of the documents' {term rank: frequency} from the forward file, its groups read in one batch."""
-        starts, shas = self._forward_index()
-        group = self.directory.forward_group
-        numbers = sorted({doc_id // group for doc_id in doc_ids})
-        width = FORWARD_SHA_BYTES
-        blocks = [
-            Block(self.directory.forward, starts[g], starts[g + 1], shas[g * width : (g + 1) * width].hex())
-            for g in numbers
-        ]
-        wanted = set(doc_ids)
-        held: dict[int, dict[int, int]] = {}
-        for number, data in zip(numbers, self._reader.read(blocks, FORWARD_GAP_BYTES), strict=True):
-            values, at = page_values(data, f"{self.directory.forward}: group {number}"), 0
-            for doc_id in range(number * group, min((number + 1) * group, self.n_docs)):
-                if at >= len(values) or (end := at + 1 + 2 * values[at]) > len(values):
-                    raise DamagedData(f"{self.directory.forward}: group {number} is cut short")
-                if doc_id in wanted:  # rank gaps and frequencies, summed and paired in C, not one by one
-                    ranks = accumulate(values[at + 1 : end : 2])
-                    held[doc_id] = dict(zip(ranks, values[at + 2 : end : 2], strict=True))
-                at = end
-            if at != len(values):
-                raise DamagedData(f"{self.directory.forward}: group {number} does not hold {group} documents")
-        return held
-
-    def _forward_index(self) -> tuple[array[int], bytes]:
-        if self._forward is None:
-            path, size, sha = self.directory.forward_index
-            (data,) = self._reader.read([Block(path, 0, size, sha)])
-            groups = (size - 4) // (4 + FORWARD_SHA_BYTES)
-            starts = array("I")
-            starts.frombytes(data[: 4 * (groups + 1)])
-            if sys.byteorder != "little":
-                starts.byteswap()
-            at = 4 * (groups + 1)
-            self._forward = (starts, data[at:size])
-        return self._forward
 
 
 def _count(postings: Decoded) -> int:

@@ -49,9 +49,10 @@ def speller(passages, tmp_path, announce=None):
     from support.term_files import write_term_files
 
     from readingroom_core.bm25 import build_postings
+    from readingroom_core.formats.postings import read_term_directory
     from readingroom_core.ranges import BlockReader, folder_range_reader
+    from readingroom_core.readers.postings import TermIndex
     from readingroom_core.spelling import Speller
-    from readingroom_core.termindex import TermIndex, read_term_directory
 
     directory = read_term_directory(write_term_files(build_postings(passages), tmp_path).read_bytes())
     reader = BlockReader(folder_range_reader(tmp_path), announce)
