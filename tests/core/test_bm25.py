@@ -1,10 +1,9 @@
-import json
 import math
 from collections import Counter
 
 import pytest
+from support.passages import CORPUS
 
-from builder.writers.postings import TermLayout
 from readingroom_core.analysis import analyze
 from readingroom_core.bm25 import (
     BM25Index,
@@ -12,43 +11,7 @@ from readingroom_core.bm25 import (
     decode_entry,
     encode_entry,
 )
-from readingroom_core.formats.postings import read_term_directory
-from readingroom_core.formats.versioned import FORMAT_VERSION
 from readingroom_core.querysyntax import parse_query
-
-CORPUS = [
-    "We introduce the Transformer, a model architecture relying entirely on self-attention.",
-    "Recurrent neural networks with long short-term memory have been the state of the art for translation.",
-    "Batch normalization reduces internal covariate shift and allows much higher learning rates.",
-    "Adam is an algorithm for first-order gradient-based optimization of stochastic objective functions.",
-    "Dropout prevents overfitting by randomly dropping units from the neural network during training.",
-    "BERT-base and BERT-large are pre-trained with masked language modeling and next sentence prediction.",
-    "GPT-3 shows that scaling up language models greatly improves few-shot performance.",
-    "Retrieval-augmented generation combines a parametric memory with a dense vector index of Wikipedia.",
-    "Dense passage retrieval outperforms BM25 on open-domain question answering benchmarks.",
-    "We report exact match and F1 scores on Natural Questions and TriviaQA.",
-    "Generative adversarial networks train a generator and a discriminator in a minimax game.",
-    "Variational autoencoders maximise the evidence lower bound with the reparameterization trick.",
-    "Word2vec learns word vectors with the skip-gram model and negative sampling.",
-    "Deep residual learning eases the training of networks that are substantially deeper.",
-    "Knowledge distillation transfers the knowledge of a large ensemble into a small model.",
-    "Layer normalization normalizes the summed inputs across the features of a single training case.",
-    "We fine-tune BERT-base on GLUE and report accuracy on the development set.",
-    "The k-NN language model interpolates a pretrained model with a nearest neighbour retrieval step.",
-    "Weight decay is equivalent to l2 regularization for plain stochastic gradient descent.",
-    "Attention lets the decoder look at every encoder state when producing a translation.",
-    "Sequence to sequence learning with neural networks maps an input sequence to a vector.",
-    "Proximal policy optimization alternates between sampling data and optimizing a surrogate objective.",
-    "Reinforcement learning from human feedback aligns language models with user intent.",
-    "Convolutional networks achieve state-of-the-art image classification on ImageNet.",
-    "Scaling laws relate language model loss to model size, data set size and compute.",
-    "Denoising diffusion probabilistic models generate high quality image samples.",
-    "We release code and pretrained models at arXiv 2005.11401 together with the data.",
-    "Low-rank adaptation freezes the pretrained weights and injects trainable rank decomposition matrices.",
-    "Contrastive learning of visual representations benefits from large batch sizes and augmentation.",
-    "Mixture-of-experts layers route each token to a small number of expert networks.",
-    "Dropout prevents overfitting by randomly dropping units from the neural network during training.",
-]
 
 QUERIES = [
     "language models",
@@ -165,22 +128,6 @@ def test_postings_hold_what_scoring_needs(postings):
     assert postings.doc_lengths == [len(analyze(doc)) for doc in CORPUS]
     assert postings.avgdl == pytest.approx(sum(postings.doc_lengths) / len(CORPUS))
     assert decode_entry(postings.terms["dropout"]) == ([4, 30], [1, 1])
-
-
-def test_the_ranged_files_are_deterministic_and_compact():
-    first, second = TermLayout(build_postings(CORPUS)), TermLayout(build_postings(list(CORPUS)))
-    made = ("terms_bytes", "pages_bytes", "forward_bytes", "forward_index_bytes")
-    assert [getattr(first, name) for name in made] == [getattr(second, name) for name in made]
-    paths = ("data/terms.json", "data/pages.bin", "data/forward.bin", "data/forward-index.bin")
-    directory = first.directory_bytes(*paths)
-    assert directory == second.directory_bytes(*paths)
-    assert b" " not in directory and b"\n" not in directory
-
-
-def test_the_directory_reader_refuses_an_unknown_format():
-    data = json.loads(TermLayout(build_postings(CORPUS)).directory_bytes("t", "p", "f", "i"))
-    with pytest.raises(ValueError, match="format"):
-        read_term_directory(json.dumps({**data, "v": FORMAT_VERSION + 1}))
 
 
 def test_empty_corpus_finds_nothing():
