@@ -72,7 +72,8 @@ def signed(data: bytes) -> list[int]:
 
 
 def fine_query(query: Sequence[float]) -> list[int]:
-    """The query as integers, its largest component at +-32767 (as `hnsw.UsearchFile.search` holds it)."""
+    """The query as integers, its largest component at +-32767 (as `readers.hnsw.UsearchFile.search` holds
+    it)."""
     return integer_query(query, QUERY_RESOLUTION)[0]
 
 
