@@ -46,8 +46,8 @@ OPTIMISM = 1.0
 ROW_GAP_BYTES = 4096
 LIST_GAP_BYTES = 8192
 # Lists kept decoded between queries: at 10,000 papers (128 rows a list) about 35 KB each in CPython, so
-# about 35 MB, what some twenty-five queries read, a bound the worker's heap affords (commits 39f58e6 and
-# 4d9db53; engine.KEPT_TEXTS).
+# about 35 MB, what some twenty-five queries read, a bound the worker's heap affords (`lru`; commits
+# 39f58e6 and 4d9db53).
 KEPT_LISTS = 1024
 
 

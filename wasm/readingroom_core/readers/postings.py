@@ -32,7 +32,7 @@ from readingroom_core.readers.forward import ForwardFile
 DEFAULT_RESCORE = 100
 # Decoded postings kept between queries, 16 bytes each in typed arrays (commit ed9c496), so about 32 MB:
 # decoding is most of a query's keyword time, and this keeps what questions asked again reread while
-# leaving the worker's heap room (commits 2b49c5a and 39f58e6 measured it; engine.KEPT_TEXTS).
+# leaving the worker's heap room (`lru`; commits 2b49c5a and 39f58e6 measured it).
 KEPT_POSTINGS = 1 << 21
 KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 LONGEST_TABLED_LENGTH = 1 << 16  # document lengths (in terms) whose length norms are kept in a table
