@@ -18,16 +18,15 @@ import numpy as np
 
 from readingroom_core.formats.dense import LIST_OF_BLOCK_DOCS, ROW_SHA_BYTES, DenseDirectory, ListEntry
 
-# Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, and with
-# 8-row blocks it read 3-4x the bytes it used (scripts/ranged_search_study.py); a row's checksum
-# (formats.dense.ROW_SHA_BYTES) costs 2% of its 384 bytes, in the lists file.
+# Rows per checked block of the rows file. One: a query rescores ~100 rows spread over its lists, so a
+# larger block mostly brings rows it never uses, while a row's checksum (formats.dense.ROW_SHA_BYTES) is
+# small beside its 384 bytes, in the lists file (scripts/ranged_search_study.py, removed in cf98ed9, last
+# version at 68a4b03; commit 52016cb).
 BLOCK_ROWS = 1
 # Rows in a coarse list, on average: a query scans a budget of rows (readers.dense.DEFAULT_SCAN), so the
-# lists' size, not their count, sets how finely it chooses where to look. At 10,000 papers (842,003 rows;
-# the tuning questions, scan 4,096, rescore 200, recall@10 against the exact int8 scan): about sqrt(N)
-# lists of 917 rows 0.66 (residual codes; the codes of the rows' own signs, 0.67); 512 rows 0.77; 256
-# rows 0.90; 128 rows 0.97 (held out: report questions 0.92, the other sets 0.95). The centroids are
-# loaded when semantic search starts: 384 bytes a list, 2.5 MB at 10,000 papers.
+# lists' size, not their count, sets how finely it chooses where to look; recall at 10,000 papers rose
+# with every halving down to this size, while the centroids, loaded when semantic search starts (384
+# bytes a list), grow with the count (commit ed50a00).
 ROWS_PER_LIST = 128
 BATCH_ROWS = 65536  # rows whose residuals are held at once (100 MB as float32)
 KMEANS_SAMPLE = 65536  # rows the centroids are trained on (all rows are assigned)
@@ -94,9 +93,8 @@ def spherical_kmeans(rows: np.ndarray, lists: int) -> np.ndarray:
 
 
 def direction(vectors: np.ndarray) -> np.ndarray:
-    """Each row's direction as int16, its largest component at +-32767 (a zero row stays zero). As int8
-    (+-127), the 10,000-paper list's tuning questions found 0.986 of the exact int8 scan's top 10 (this:
-    0.988)."""
+    """Each row's direction as int16, its largest component at +-32767 (a zero row stays zero): finer
+    than int8 centroids, chosen on the 10,000-paper list's tuning questions (commit 3f7c13c)."""
     largest = np.abs(vectors).max(axis=1, keepdims=True).astype(np.float64)
     return np.rint(vectors * (32767 / np.where(largest == 0, 1, largest))).astype(np.int16)
 
@@ -132,9 +130,8 @@ def chained(centroids: np.ndarray) -> np.ndarray:
 
 def grouped(rows: np.ndarray) -> np.ndarray:
     """The order of one list's int8 rows: by sub-cluster (about sqrt(rows) of them, chained), then by
-    position. A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file:
-    at 10,000 papers (28 questions) its row requests fall from a median of 100.5 to 31.5, its row bytes
-    215 -> 202 KB."""
+    position. A query rescores a list's rows nearest to it, which then lie in a few runs of the rows file,
+    so it makes far fewer row requests (commit 92a2fea)."""
     if len(rows) < 2:
         return np.arange(len(rows))
     return np.argsort(
@@ -227,7 +224,7 @@ def list_means(rows_by_list: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, 
 
 def residual_weights(residuals: np.ndarray) -> np.ndarray:
     """|r|^2 / |r|_1 per residual r: the factor that turns a query's product with r's signs into an
-    estimate of its product with r, exact for a query along r (as RaBitQ scales its codes; at 10,000
-    papers it took recall@10 from 0.80 to 0.97 over the rows' own signs, see ROWS_PER_LIST)."""
+    estimate of its product with r, exact for a query along r (as RaBitQ scales its codes; measured
+    against codes of the rows' own signs in commit ed50a00)."""
     first = np.abs(residuals).sum(axis=1)
     return np.where(first > 0, (residuals**2).sum(axis=1) / np.where(first > 0, first, 1), 0.0)

@@ -7,9 +7,9 @@ import hashlib
 
 from readingroom_core.formats.wordpieces import SCALE_BYTES, SHA_DIGITS, WordPieceDirectory
 
-# Rows per checked block (6.2 KB at width 384). The 50 tuning questions hold a median of 25 distinct
-# word pieces in 21.5 blocks: 130 KB of rows a first query, and a directory of 35 KB gzipped; 8-row
-# blocks halve the rows for twice the directory, 32-row ones the reverse.
+# Rows per checked block (6.2 KB at width 384). A query's few dozen word pieces lie in nearly as many
+# blocks, so halving the block about halves the rows a first query reads and doubles the directory read
+# before it; this size weighs the two (commit 4a608f8).
 BLOCK_ROWS = 16
 
 

@@ -13,11 +13,10 @@
 // `imports` boots as a visitor's worker does (Pyodide's whole standard library, or the one given),
 // installs the wheel and imports the boundary, and lists the standard library's files that were imported:
 // the build ships a standard library of those (runtime.py trimmed_stdlib), `compile` compiles those
-// modules with this very Python (a zip holds no bytecode cache, so a boot compiled every module it
-// imported: in Node a boot took 1.99 s from the sources, 0.65 s from the bytecode, medians of 3), and
-// `snapshot` is made with that very zip, since the interpreter's memory holds the directory of the zip it
-// imported from, and with malloc's free memory zeroed (`stale` restores a snapshot and counts what of
-// that memory is not zero).
+// modules with this very Python (a zip holds no bytecode cache, so a boot from the sources compiles every
+// module it imports, most of its time: commit d2c6493), and `snapshot` is made with that very zip, since
+// the interpreter's memory holds the directory of the zip it imported from, and with malloc's free memory
+// zeroed (`stale` restores a snapshot and counts what of that memory is not zero).
 //
 // The same inputs give the same bytes, so a rebuild keeps the snapshot's hashed name: Python runs under
 // a clock that only ticks when read and a seeded source of randomness (the hash secret and `random`'s
@@ -76,9 +75,9 @@ function forEachFreeChunk(module, visit) {
 }
 
 // Freed memory keeps stale bytes (Python's boot and import scratch, collected garbage), which a snapshot
-// would carry and which gzip compresses poorly. Zeroed, the snapshot (the same for every list) went from
-// 6.26 to 5.87 MB as the site stores it (builder/site/store.py), collecting Python's garbage first 28 KB
-// of that; made with the compiled standard library, from 5.50 to 5.28 MB (5.31 as built now).
+// would carry and which gzip compresses poorly, so it is zeroed, after collecting Python's garbage, and the
+// snapshot (the same for every list) is smaller as the site stores it (builder/site/store.py; commit
+// 0e96544 measured it).
 function zeroFreeMemory(pyodide) {
   pyodide.runPython("import gc; gc.collect()");
   forEachFreeChunk(pyodide._module, (start, end) => pyodide._module.HEAPU8.fill(0, start, end));
@@ -102,8 +101,8 @@ function staleFreeBytes(module) {
 // zipimport prefers) that name the path the source would have had, unchecked, since there is no source to
 // check them against. They are stored: the site gzips the whole zip, which packs bytecode closer than a
 // zip's per-file deflate does, and importing needs no inflating. The modules kept only because their
-// package is (runtime.py trimmed_stdlib) stay as they were, deflated sources: as bytecode they would have
-// been 1.19 of 4.45 MB, 0.18 MB more to download.
+// package is (runtime.py trimmed_stdlib) stay as they were, deflated sources, which download smaller than
+// their bytecode would (commit 75ec6fe).
 const COMPILE_STDLIB = `
 import py_compile, sys, zipfile
 zip_root = next(path for path in sys.path if path.endswith(".zip")) + "/"

@@ -169,7 +169,8 @@ def sum_scores(
             continue
         add = scores.get
         # `allowed` is asked again for each term that holds a document: remembering its answers for every
-        # document of full postings (a quoted title's: 800,000 at 10,000 papers) took 80 MB
+        # document of full postings (a quoted title's: 800,000 at 10,000 papers) costs far more memory
+        # (commit 978e5ff)
         for doc_id, weight in zip(doc_ids, weights, strict=True):
             if allowed is None or allowed(doc_id):
                 scores[doc_id] = add(doc_id, 0.0) + weight
@@ -194,7 +195,8 @@ def top_scores(scores: dict[int, float], k: int) -> list[tuple[int, float]]:
     """The `k` best (doc id, score) pairs, best first, ties by doc id.
 
     Only the pairs scoring at least the k-th best score are ordered through a key function: ordering
-    all of them (thousands for a common term) would cost a third of a query's BM25 time in Pyodide.
+    all of them (thousands for a common term) would cost a third of a query's BM25 time in Pyodide
+    (commit b7ab095).
     """
     if len(scores) > k:
         threshold = heapq.nlargest(k, scores.values())[-1]

@@ -50,7 +50,7 @@ MAX_QUOTE_CHARS = 1000  # a longer "quote" is not read as one (and would not be 
 
 # Every pattern below is linear in the answer: each repetition that could run over unbounded input has a
 # bound, and no two unbounded runs of the same characters follow each other, which would make "See
-# arXiv:ID" followed by a long run of spaces take seconds (tests/test_citation_speed.py).
+# arXiv:ID" followed by a long run of spaces take seconds (tests/core/test_citation_speed.py).
 _ID = r"(?:\d{4}\.\d{4,5}|[a-z][a-z.-]{0,24}/\d{7})(?:v\d{1,3})?"
 _PAGE = (
     r"(?:pp?\.?|pages?)\s{0,8}(?P<first>\d{1,4})"

@@ -180,9 +180,8 @@ class SearchEngine:
         that can fetch only some of them whole should take them: first those whose reads a query waits
         on, a round trip each (the forward index, the groups of its common terms' frequencies scattered
         over the forward file, the dense lists), and last the dictionary, whose blocks are read while the
-        encoder embeds the query. 1,000 papers, the dev questions first seen, loopback, p50: 360-367 ms
-        all ranged; 246-276 ms with the forward file and the dense lists whole (7.5 MB); 345 ms with the
-        dictionary whole (3.3 MB). The encoder's word-piece table is the encoder's, not the list's."""
+        encoder embeds the query (commit 3fb530f measured the order). The encoder's word-piece table is the
+        encoder's, not the list's."""
         terms = self._bm25.directory
         dense = self._vectors.directory if self._vectors is not None else None
         files = [terms.forward_index[0], terms.forward]
@@ -286,8 +285,8 @@ class SearchEngine:
             # The chunks a quoted phrase allows hold the query's own words, so those the dense side can rank
             # lie in the nearest lists; the chunks a filter allows (a paper, a year) may lie in any list, so
             # for a filter the scan widens until enough are found. Widened for a phrase, '"attention is all
-            # you need"' read every list (57 MB at 10,000 papers); unwidened, 40 of 43 phrase queries there
-            # keep their top 10 (the other three 7 to 9 of it).
+            # you need"' read every list at 10,000 papers; unwidened, nearly every phrase query there keeps
+            # its top 10 (commit 38c53cb).
             widen = not prepared.parsed.phrases
             rankings["dense"] = self._dense_ranking(query_vector, prepared.limit, options, allowed, widen)
         paper_scores: dict[int, float] = {}

@@ -105,7 +105,7 @@ class PaperFinder:
 
     def find(self, query: str) -> Named | None:
         """The one paper `query` names, or None (at 10,000 papers 13 ms in CPython: kept for the runs of
-        the step after the first, `lru.LastResult`)."""
+        the step after the first, `lru.LastResult`; commit ed7197e)."""
         return self._last.get(query, lambda: self._find(query))
 
     def _find(self, query: str) -> Named | None:

@@ -1,5 +1,5 @@
 """What a search is asked: its mode, fusion and weights, the paper view, the diversity caps and the ranged
-indexes' bounds, each default with the measurement that chose it; `check_options` refuses what no
+indexes' bounds, each default with why and where it was measured; `check_options` refuses what no
 search can run. The CLI, the evaluation, the benchmarks and the browser build these; `engine` runs them.
 """
 
@@ -20,27 +20,25 @@ class SearchOptions:
     k: int = 10
     mode: str = "hybrid"  # "hybrid" | "bm25" | "dense"
     fusion: str = "weighted"  # "weighted" (min-max scores) | "rrf"
-    # Weighted fusion; BM25 gets 1 - dense_weight. 0.3 scores best over the 54 answerable dev + extra
-    # questions and on BEIR (SciFact 0.733 against 0.725 at 0.6; NFCorpus, ArguAna the same); at 0.6 the
-    # MRR on extra is 0.63 against 0.75.
+    # Weighted fusion; BM25 gets 1 - dense_weight. The weight that scored best over the answerable dev and
+    # extra questions and on BEIR, the held-out extra questions most of all (commit cf81e6d; what it gives
+    # now: docs/measurements/eval.json and beir.json).
     dense_weight: float = 0.3
     # The paper view (weighted hybrid only, on sites whose papers carry a vector): each result gains
     # paper_weight x its paper's similarity to the query (min-max over the papers), and the opening passage
-    # of the paper_openings most similar papers joins the dense candidates with that similarity. Chosen on
-    # the tuning questions (dev, extra, tune; `eval --paper-weight 0 --paper-openings 0` turns it off):
-    # against no paper view, paraphrase R@10 on tune is 0.71 (0.60) and MRR 0.49 (0.47); MRR on extra
-    # 0.80 (0.77), on dev 0.79 (0.81). 0.5 scores better on tune alone and worse on extra.
+    # of the paper_openings most similar papers joins the dense candidates with that similarity, so a
+    # paraphrase finds the paper it means. Chosen on the tuning questions (dev, extra, tune), where a larger
+    # weight helps tune and hurts extra (commit 1dd2d35; `eval --paper-weight 0 --paper-openings 0` turns
+    # it off, and docs/measurements/eval.json holds each set with and without it).
     paper_weight: float = 0.3
     paper_openings: int = 3
     rrf_k: int = 60
-    # Per retriever, before fusion. 60 ranks within 0.01 of 100 (page-level MRR and nDCG@10, both question
-    # sets) at a p50 of 14-15 ms of browser core time per hybrid query on the mirror site, where 100 takes
-    # 19-20 ms (the HNSW beam is max(ef, candidates)).
+    # Per retriever, before fusion: as many as page-level MRR and nDCG@10 on both question sets need, for
+    # less search work a query than more would cost (commit 1c3f061).
     candidates: int = 60
-    # Diversity caps, 0 = unlimited. One chunk per page: over the 54 answerable dev + extra questions it
-    # gives page-level nDCG@10 0.75 against 0.69 uncapped (dev) and 0.72 against 0.68 (extra); caps of 5
-    # per paper and 2 per section cost 0.05 (dev) and 0.01 (extra), as questions often have several gold
-    # pages in one paper.
+    # Diversity caps, 0 = unlimited. One chunk per page lifts page-level nDCG@10 on the answerable dev and
+    # extra questions, while tight caps per paper and per section cost some, as questions often have
+    # several gold pages in one paper (commit 3c63643).
     per_paper: int = 10  # most chunks of one paper in the top k
     per_section: int = 3  # most chunks of one (paper, section) in the top k
     per_page: int = 1  # most chunks citing one page of a paper (a chunk cites every page it spans)

@@ -28,10 +28,11 @@ RangeRead = Callable[[str, int, int], bytes]  # (site path, start, end exclusive
 Announce = Callable[[Sequence[tuple[str, int, int]]], None]
 Reader = Callable[[str], bytes]
 # Checked blocks kept in memory; past this the least recently used go (a long session must not grow
-# without bound: engine.KEPT_TEXTS). The blocks a caller keeps decoded (the dense lists) are not held here.
+# without bound: `lru`). The blocks a caller keeps decoded (the dense lists) are not held here.
 # Pyodide's WebAssembly memory grows in steps of a fifth and never shrinks, so what matters is the peak
 # need: this bound keeps the worker's memory at one step through the scale bench's questions at 10,000
-# papers, for a few KB more per first-sight query (commit 65bb913, measured with scripts/worker_memory.py, removed in cf98ed9).
+# papers, for a few KB more per first-sight query (commit 65bb913, measured with scripts/worker_memory.py,
+# removed in cf98ed9, last version at fcd2e07).
 # Halving it, readers.postings.KEPT_POSTINGS and readers.dense.KEPT_LISTS would cost far more bytes per query:
 # later questions find less of what earlier ones read.
 CACHE_BYTES = 24 << 20

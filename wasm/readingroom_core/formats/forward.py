@@ -12,7 +12,8 @@ by the postings directory (`formats.postings.TermDirectory`: `forward`, `forward
   then each group's first FORWARD_SHA_BYTES bytes of sha256.
 
 A common term ("model" is in 73% of passages) weighs little per passage, but a dozen of them decide many
-top-10s on a large list (scripts/bm25_depth_study.py).
+top-10s on a large list (commit 894cfde, measured with scripts/bm25_depth_study.py, removed in cf98ed9,
+last version at 5af4878).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from readingroom_core.formats.postings import DEFAULT_PREFIX
 FORWARD_GROUP = 16  # documents per forward group: the unit a candidate's frequencies are read in
 # The forward file holds the terms in more documents: a default read leaves no other term a tail.
 FORWARD_MIN_DF = DEFAULT_PREFIX
-# Of each forward group's sha256, the forward index holds 64 bits: the index is read whole by the first
-# query of several words (at 10,000 papers, 52,626 groups: 1.05 MB with 128 bits, 0.63 MB with 64, a sixth
-# of a second at 20 Mbit/s before the first keyword result); a damaged group still fails its check but
-# for one chance in 2**64.
+# Of each forward group's sha256, the forward index holds 64 bits: the index is read whole before the
+# first keyword result of a query of several words, so its size is waiting time, and a damaged group still
+# fails its check but for one chance in 2**64 (format 8, commit c32b87b).
 FORWARD_SHA_BYTES = 8

@@ -18,8 +18,8 @@ beside them (`formats.forward`):
 - the pages file: per term the records of its pages past the I-th (little-endian uint32 byte size and 16
   bytes of sha256 each, only for a term with more than I pages), then its postings in impact order (BM25
   weight of the term in the document, best first, ties by doc id), P to a page; within a page, in doc id
-  order, varints of the doc id gap, the term frequency and the document length, deflated (at 1,000
-  papers, 2.7 bytes a posting where fixed-width fields took 8).
+  order, varints of the doc id gap, the term frequency and the document length, deflated (most gaps
+  and frequencies are small, so a posting takes a few bytes where fixed-width fields would take 8).
 
 An entry names only the pages a default query reads, so a block stays small however common its terms are
 ("model" has 2,500 pages at 10,000 papers); a deeper read (a phrase, every posting) first reads the rest
@@ -37,31 +37,27 @@ from readingroom_core.formats.versioned import FORMAT_VERSION, load_versioned
 from readingroom_core.ranges import DamagedData
 
 PAGE_ENTRIES = 256  # postings per page (about 1 KB of varints): the smallest unit a query reads of a term
-# Each page and each forward group is stored as a raw deflate stream (no header: its sha checks it). The
+# Each page and each forward group is stored as a raw deflate stream (no header: its sha checks it): the
 # varints' bytes are far from uniform (most gaps and frequencies are small, the forward file's rank gaps
-# repeat), and deflate takes 23% off the pages and 47% off the forward groups: at 1,000 papers the pages
-# file is 19.8 -> 15.4 MB (3.5 -> 2.7 bytes a posting) and the forward file 4.05 -> 2.16 MB; zlib unpacks
-# one in microseconds, in CPython and in Pyodide alike.
+# repeat), and zlib unpacks one in microseconds, in CPython and in Pyodide alike. Commits 39219de (the
+# pages) and 4431d25 (the forward groups) measured what it saves.
 DEFLATE_LEVEL = 9
 RAW_DEFLATE = -15  # zlib's wbits for a raw stream with a 32 KB window
-# A dictionary block's size the writer aims at: a query reads one per term, the directory (read at start-up)
-# names each. scripts/dictionary_growth_study.py on the 112-paper site, dictionary bytes per question
-# (median, p95): 64, 161 KB at 8,192; 32, 81 KB at 4,096 (the directory, its blocks' starts left implicit
-# and their shas cut to 128 bits: 23 -> 26 KB, 13 -> 15 KB gzipped).
+# A dictionary block's size the writer aims at: a query reads one per term and the directory (read at
+# start-up) names each, so smaller blocks cut a question's dictionary bytes until the directory grows
+# (scripts/dictionary_growth_study.py, removed in cf98ed9, last version at 830e1ed; commit 84ae362).
 BLOCK_BYTES = 4096
 PAGE_SHA_DIGITS = 32  # 128 bits of sha256 per page and per dictionary block
 PAGE_RECORD_BYTES = 4 + PAGE_SHA_DIGITS // 2  # a deeper page's uint32 byte size and sha256 prefix
 # Postings read per query term (the reader's default prefix), which the layout is cut around: the page
-# checksums an entry holds and the terms the forward file holds are those a default read needs.
-# scripts/bm25_depth_study.py, tuning questions, the 112-paper site read with the prefix cut to the share
-# of passages it reads at 1,000 papers, top-10 overlap with exhaustive BM25 rescoring 100 (200): 0.942
-# (0.972) at 2,048, 0.984 (0.988) at 4,096; the same share as at 10,000 papers: 0.628 (0.714) at 2,048,
-# 0.714 (0.788) at 4,096. On the 1,000-paper list a cold keyword query reads a median of 253 KB (pages
-# 173, dictionary 32, forward groups 41), against 229 KB at 2,048 with fixed-width pages and 8 KB blocks
-# (pages 98, dictionary 50, forward 72).
+# checksums an entry holds and the terms the forward file holds are those a default read needs. Deep
+# enough that the top 10 nearly matches exhaustive BM25 at 1,000 papers, for about the bytes a shallower
+# read of fixed-width pages took (scripts/bm25_depth_study.py, removed in cf98ed9, last version at
+# 5af4878; commit 84ae362).
 DEFAULT_PREFIX = 4096
 # Page checksums a dictionary entry holds: those a default read needs. The rest cost a deep read one more
-# round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read.
+# round; inline, they would make "model"'s entry 85 KB at 10,000 papers, in a block most queries read
+# (commit 3fc0d9c).
 INLINE_PAGES = DEFAULT_PREFIX // PAGE_ENTRIES
 
 

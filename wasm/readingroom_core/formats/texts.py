@@ -1,6 +1,6 @@
 """The papers' texts, read by range: a result card, a phrase check or a cited page reads the few chunks it
-needs, not its paper's whole text (at 10,000 papers a first-sight query fetched about 250 KB of whole
-texts). Written by builder/writers/texts.py, read by `readers/texts.py`.
+needs, not its paper's whole text (format 9; commit f2ce399 measured the bytes it saves a query).
+Written by builder/writers/texts.py, read by `readers/texts.py`.
 
 `files.texts` (`data/texts.*.bin`, ranged) holds each paper, in reading-list order, as its head and then
 its chunks in groups of `GROUP_CHUNKS`, every piece raw-deflated on its own:
@@ -9,11 +9,10 @@ its chunks in groups of `GROUP_CHUNKS`, every piece raw-deflated on its own:
 - a group: compact JSON, one entry per chunk: its text, or [text, id] for an id that `chunk_id` does not
   rebuild (a BEIR document's).
 Groups deflate against a preset dictionary, the list's commonest words (`files.text_dictionary`, fetched
-with the keyword files): small groups then take about what whole papers gzipped took (the mirror's texts,
-groups of 8: 1.25 times without it, 1.05 with it). The paper table gives each paper's head size, its whole
-size and its head's sha256 prefix (`PaperRecord.text_bytes`, `text_sha256`): the manifest checks the table,
-the table a head and the head its groups. The page spans rebuild a cited page's text from the chunks, so a
-quote is checked on that page.
+with the keyword files): small groups then take nearly what whole papers gzipped would (commit f2ce399).
+The paper table gives each paper's head size, its whole size and its head's sha256 prefix
+(`PaperRecord.text_bytes`, `text_sha256`): the manifest checks the table, the table a head and the head
+its groups. The page spans rebuild a cited page's text from the chunks, so a quote is checked on that page.
 """
 
 from __future__ import annotations
@@ -27,14 +26,16 @@ from typing import Any
 
 from readingroom_core.ranges import DamagedData
 
-GROUP_CHUNKS = 8  # 16 took 0.95 of the bytes and twice each read; 4 took 1.07 (the mirror's texts)
+# Chunks a group: larger groups save few bytes and make each read larger, smaller ones deflate worse
+# (measured on the mirror's texts in commit f2ce399).
+GROUP_CHUNKS = 8
 DICTIONARY_BYTES = 32 << 10  # deflate's window: a preset dictionary longer than this is never reached
 SHA_DIGITS = 16  # 64 bits of a head's or a group's sha256, as the forward index keeps of its groups
 
 
 def chunk_id(paper_id: str, start: int, end: int, text: str) -> str:
     """A chunk's id: 64 bits of the sha256 of its paper, span and text. The texts file leaves out the ids
-    it can rebuild so (at 10,000 papers, 12.9 of the texts' 210 MB, 6% of a text a result fetched)."""
+    it can rebuild so, 6% of the texts' bytes (commit a91d93c)."""
     return hashlib.sha256(f"{paper_id}\0{start}\0{end}\0{text}".encode()).hexdigest()[:16]
 
 

@@ -1,9 +1,9 @@
 """The query encoder's word-piece table, read by range: a query needs a few dozen of its rows.
 
-The table is most of the encoder's bytes (all-MiniLM-L6-v2: 30,522 rows of 384 int8 codes, 6.35 of the
-14.33 MB the visitor downloaded), yet a query reads a row per word piece it holds. So the export keeps
-it out of the ONNX graph, which takes the gathered rows as inputs (`word_piece_codes`, int8, and
-`word_piece_scales`, float32) and multiplies them as it multiplied the table before: the same vectors.
+The table is nearly half of the encoder's bytes (all-MiniLM-L6-v2: 30,522 rows of 384 int8 codes,
+6.35 MB), yet a query reads a row per word piece it holds (commit 4a608f8). So the export keeps it out of
+the ONNX graph, which takes the gathered rows as inputs (`word_piece_codes`, int8, and
+`word_piece_scales`, float32) and multiplies them as a graph holding the table would: the same vectors.
 builder/writers/wordpieces.py writes the directory (builder/stages/encoder/quantize.py the rows); the CLI
 (`builder/query_encoder.py`) and the browser's worker read the rows through `readers/wordpieces.py`.
 
@@ -22,7 +22,7 @@ from typing import Any
 from readingroom_core.formats.versioned import FORMAT_VERSION, load_versioned
 
 SCALE_BYTES = 4  # a row's float32 scale, after its codes
-SHA_DIGITS = 32  # 128 bits a block, as the dense lists' row blocks: the full digest took 67 KB gzipped
+SHA_DIGITS = 32  # 128 bits a block: the full digest would double the directory read before a first query
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ best `rescore` by their int8 rows, read by range, with the exact cosine the HNSW
 requests bring. With every list probed and every row rescored, the search is exact over the int8 rows. A
 filter that allows few chunks (one paper: "Search in this paper") reads the lists that hold them, found in
 the list-of file, instead of widening the scan until enough are found, which at 10,000 papers read every
-list (57 MB).
+list (commit ebe1f53).
 """
 
 from __future__ import annotations
@@ -30,44 +30,33 @@ from readingroom_core.readers.hnsw import QUERY_RESOLUTION, dot
 
 # Rows whose codes a query scores (the nearest lists until they hold this many) and rows it rescores;
 # 0 is all. A budget in rows, not lists, so the bytes a query reads do not grow with the list count
-# (lists hold ~sqrt(N) rows). scripts/ranged_search_study.py on the 112-paper site, recall@10 against the
-# exact int8 scan: tuning questions 0.954 at 3,072/100, 0.962 at 4,096/100, 0.984 at 4,096/200 (first-sight
-# median 478 KB); held out at 4,096/200: report questions 0.988, dev questions 1.000. Rescored since with
-# the rows read between them (`_with_rows_between`). At 10,000 papers, chosen on the tuning questions as the
-# fewest bytes with recall 0.98: 2,560/140 (0.982; 4,096/120 0.972, 4,096/200 without the rows between
-# 0.966, 2,304/140 0.958), a query's list and row reads 0.83x of 4,096/120's. Held out it costs a little:
-# report 0.950 -> 0.942, dev 1.000 -> 0.973, the other sets 0.002-0.01 (all 276 questions 0.965 -> 0.959).
-# At 1,000 papers it costs more: there recall still rises with the scan (tuning questions: 2,560/140 0.944,
-# 3,072/140 0.950, 4,096/120 0.956; the scale bench's 276 questions 0.937 -> 0.912). Chosen again on both
-# sizes' tuning questions, first-sight list and row reads per query (median): 3,072/140 is the fewest bytes
-# with 0.95 at both (1,000 papers 0.950, 10,000 0.978) but reads 30 KB more than 2,560/140 for what held
-# out barely shows (1,000 papers: report 0.890 -> 0.908, dev 0.977 -> 1.000, the other 146 questions
-# +0.003; 10,000: report 0.942 -> 0.940, navigational 0.963 -> 0.967, the rest equal), so the bounds stay.
+# (lists hold ~sqrt(N) rows). The fewest bytes that keep recall@10 near the exact int8 scan on the tuning
+# questions at 10,000 papers; a wider scan helps the 1,000-paper list's held-out questions too little to
+# pay its bytes (scripts/ranged_search_study.py, removed in cf98ed9, last version at 68a4b03; commits
+# e17c62e and 4d9db53; what they give now: docs/measurements/scale.json).
 DEFAULT_SCAN = 2560
 DEFAULT_RESCORE = 140
 # A row's residual estimate errs in proportion to its residual's size (RaBitQ's bound: |r| |q| / sqrt(D)
 # up to a constant), so rows are ranked for rescoring by the estimate plus this many times its weight
 # times the query's norm: a row that may be near is rescored rather than dropped. Chosen on the tuning
-# questions at 10,000 papers (0.75 to 1.25 within 0.002; 2 and -0.5 worse): recall@10 against the
-# exact int8 scan, scan 4,096 and rescore 200, tuning 0.966 -> 0.972, held out report 0.918 -> 0.928
-# and the other questions 0.953 -> 0.957.
+# questions at 10,000 papers, where values near 1 do equally well (commit 32589ef).
 OPTIMISM = 1.0
 # Rows this close are read in one request, the bytes between thrown away; lists likewise (the build
 # chains similar lists side by side).
 ROW_GAP_BYTES = 4096
 LIST_GAP_BYTES = 8192
 # Lists kept decoded between queries: at 10,000 papers (128 rows a list) about 35 KB each in CPython, so
-# about 35 MB, what some twenty-five queries read (engine.KEPT_TEXTS); a 1,000-paper list has 660 lists.
+# about 35 MB, what some twenty-five queries read, a bound the worker's heap affords (`lru`; commits
+# 39f58e6 and 4d9db53).
 KEPT_LISTS = 1024
 
 
 @dataclass(frozen=True)
 class ListData:
     """One list as read: its rows' doc ids, their codes as integers, their residual weights, and the sha256
-    prefixes of its row blocks, end to end (as a list of ints and hex strings, the doc ids and prefixes held
-    28 MB to the codes' 16.5 in CPython after 60 questions at 10,000 papers). The codes kept as the bytes
-    read, made integers at each scan, took the heap kept after the scale bench's 276 questions from 212.0
-    to 206.8 MB but a scan's median from 3.1 to 3.8 ms (CPython): kept as integers."""
+    prefixes of its row blocks, end to end. The doc ids and prefixes are packed, since as a list of ints
+    and hex strings they outweighed the codes (commit 0dafd2f); the codes stay integers, since making
+    them from the bytes at each scan saved little memory for a slower scan (commit 4020d5a)."""
 
     doc_ids: array[int]
     codes: list[int]
@@ -83,7 +72,8 @@ def signed(data: bytes) -> list[int]:
 
 
 def fine_query(query: Sequence[float]) -> list[int]:
-    """The query as integers, its largest component at +-32767 (as `hnsw.UsearchFile.search` holds it)."""
+    """The query as integers, its largest component at +-32767 (as `readers.hnsw.UsearchFile.search` holds
+    it)."""
     return integer_query(query, QUERY_RESOLUTION)[0]
 
 
@@ -147,8 +137,8 @@ class DenseLists:
     def nearest_lists(self, products: Sequence[int], scan: int) -> list[int]:
         """The lists whose centroids are closest in cosine (from the query's `products` with them), nearest
         first (ties: the lower number), until they hold `scan` rows (0: every list). Only the best few are
-        ordered, about twice as many as hold `scan` rows on average: at 10,000 papers (6,579 lists)
-        ordering them all took 2.9 ms a query in CPython, this 0.45."""
+        ordered, about twice as many as hold `scan` rows on average: at 10,000 papers ordering all 6,579
+        took several times as long (commit a9f17ef)."""
         count = len(self._centroid_norms)
         if scan <= 0 or scan >= self.size:
             return list(range(count))
@@ -342,9 +332,7 @@ class DenseLists:
     ) -> list[tuple[int, int]]:
         """`wanted` (list, position)s and the allowed rows of the `read` lists lying between two of them less than
         ROW_GAP_BYTES apart: one request reads them anyway, so they are rescored too rather than thrown
-        away. At 10,000 papers (scan 4,096) recall@10 against the exact int8 scan, tuning questions: 200
-        rescored 0.966 -> 0.986 with them (492 rows read); 120 rescored 0.974 (299 rows, 27 runs of the
-        rows file rather than 36)."""
+        away, which lets fewer rows be rescored for the same recall (commit b392f89)."""
         d = self.directory
         gap_rows = ROW_GAP_BYTES // d.dims
         ordered = sorted(set(wanted), key=lambda at: d.lists[at[0]].first_slot + at[1])

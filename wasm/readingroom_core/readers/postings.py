@@ -26,14 +26,13 @@ from readingroom_core.lru import LastResult, Recent
 from readingroom_core.ranges import Block, BlockReader, DamagedData
 from readingroom_core.readers.forward import ForwardFile
 
-# Candidates rescored from the forward file, chosen with the postings read per term
-# (formats.postings.DEFAULT_PREFIX, whose record holds both).
+# Candidates rescored from the forward file: enough that the unread tails of common terms rarely change
+# the top 10, chosen with the postings read per term (formats.postings.DEFAULT_PREFIX) in commit 894cfde
+# (scripts/bm25_depth_study.py, removed in cf98ed9, last version at 5af4878).
 DEFAULT_RESCORE = 100
-# Decoded postings kept between queries, 16 bytes each in typed arrays (as Python lists they took about
-# 80: 85 MB at half this bound), so about 32 MB. Decoding is most of a query's keyword time: at 10,000
-# papers, the scale bench's 276 questions had a p50 of 72.5 ms in CPython with half this bound, 59.6 with
-# twice it and 55.3 with no bound (60 questions on 1,000 papers, asked again in Pyodide: 123 ms at an
-# eighth of this bound, 45.5 with no bound). Halved for the worker's heap (engine.KEPT_TEXTS).
+# Decoded postings kept between queries, 16 bytes each in typed arrays (commit ed9c496), so about 32 MB:
+# decoding is most of a query's keyword time, and this keeps what questions asked again reread while
+# leaving the worker's heap room (`lru`; commits 2b49c5a and 39f58e6 measured it).
 KEPT_POSTINGS = 1 << 21
 KEPT_BLOCKS = 1024  # dictionary blocks kept decoded (a query reads one a term; spelling a letter's worth)
 LONGEST_TABLED_LENGTH = 1 << 16  # document lengths (in terms) whose length norms are kept in a table
@@ -45,9 +44,9 @@ Decoded = tuple[int, tuple["array[int]", "array[float]"], "array[int]"]
 
 
 class TermEntry(NamedTuple):
-    """A term's dictionary entry as kept between queries: its page sizes and sha256 prefixes packed. The
-    19,380 entries a 10,000-paper visit kept over the scale bench's 276 questions (keyword side) took 11.6 MB
-    as decoded JSON (a list of ints and a 32-digit hex string a page), 5.7 MB as these."""
+    """A term's dictionary entry as kept between queries: its page sizes and sha256 prefixes packed,
+    about half what the decoded JSON (a list of ints and a 32-digit hex string a page) held (commit
+    c1b081c)."""
 
     df: int
     start: int
@@ -208,8 +207,8 @@ class TermIndex:
         return {term: [next(data) for _ in table] for term, table in zip(known, tables, strict=True)}
 
     def _length_norms(self, lengths: list[int]) -> list[float]:
-        """`bm25.length_norm` of each document length, from a table of the lengths met so far: a page's
-        postings called it once each, a tenth of a query's page decoding (CPython)."""
+        """`bm25.length_norm` of each document length, from a table of the lengths met so far: calling it
+        once per posting was a large share of a query's page decoding (commit a36ca4c)."""
         table, d = self._norm_table, self.directory
         longest = max(lengths, default=0)
         if longest > LONGEST_TABLED_LENGTH:  # a checked page, but no table grows without bound
@@ -295,7 +294,7 @@ class TermIndex:
         are allowed, the same sums in the same order. Every page is read in one batch (a round trip for
         each term ran out of rounds) and decoded once, keeping only the postings of documents that may still
         hold every term, the rarest term first: at 10,000 papers a quoted title's words hold up to 600,000
-        chunks each, and their postings decoded whole took 25 MB at once (sets of them all, 109 MB)."""
+        chunks each, too many postings to decode whole at once (commit 7f00770)."""
         holding = list(dict.fromkeys(holding))
         terms = list(dict.fromkeys(query_terms))
         pages = self._every_page([*terms, *(term for term in holding if term not in terms)])
