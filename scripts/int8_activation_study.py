@@ -45,11 +45,9 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from builder import config  # noqa: E402
+from builder import config, embedding  # noqa: E402
+from builder.embedding import document_encoder_path, model_shape  # noqa: E402
 from builder.paths import REPO_ROOT, resolve_model_dir  # noqa: E402
-from builder.stages import embed  # noqa: E402
-from builder.stages.encoder import document_encoder_path  # noqa: E402
-from builder.stages.encoder.onnx_graph import model_shape  # noqa: E402
 
 MATMULS = ("MatMul", "Attention")
 
@@ -179,7 +177,7 @@ def main() -> int:
 
     chosen = config.load_corpus(args.corpus).settings
     model_dir = resolve_model_dir(chosen.model)
-    identity = embed.identify(chosen.model, model_dir, chosen.query_prefix, chosen.document_prefix)
+    identity = embedding.identify(chosen.model, model_dir, chosen.query_prefix, chosen.document_prefix)
     fp32 = document_encoder_path(args.cache, identity)
     with tempfile.TemporaryDirectory(prefix="int8-study-") as folder:
         scratch = Path(folder)
@@ -214,7 +212,9 @@ def main() -> int:
         }
         encoders = {}
         for name, path in graphs.items():
-            encoders[name] = embed.DocumentEncoder(model_dir, identity, path, batch=embed.DOCUMENT_BATCH)
+            encoders[name] = embedding.DocumentEncoder(
+                model_dir, identity, path, batch=embedding.DOCUMENT_BATCH
+            )
             encoders[name].encode(["start"])
         rates: dict[str, list[float]] = {name: [] for name in graphs}
         vectors = {}

@@ -1,4 +1,4 @@
-"""Measure the query encoder's per-matrix quantisation steps (MATRIX_STEPS in builder/stages/encoder/quantize.py).
+"""Measure the query encoder's per-matrix quantisation steps (MATRIX_STEPS in builder/query_encoder/quantize.py).
 
     python scripts/measure_encoder_steps.py [--damage 0.0008] [--texts 320]
 
@@ -7,7 +7,7 @@ the damage is the mean 1 - cosine of the sentence vectors to fp32 over calibrati
 abstract sentences of the arXiv mirror (no evaluation question). Rounding error grows with the step
 squared, so a matrix of n weights and damage d at std/4 gets the step k * std with
 k = sqrt(D * n / (N * 16 * d)): every weight then costs the same share of a total damage D (N weights in
-all). Prints the table to paste into builder/stages/encoder/quantize.py.
+all). Prints the table to paste into builder/query_encoder/quantize.py.
 """
 
 from __future__ import annotations

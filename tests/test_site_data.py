@@ -10,8 +10,8 @@ import pytest
 from conftest import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
+from builder.embedding import encode, load_model
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
-from builder.stages.embed import encode, load_model
 from builder.stages.index import USEARCH_VERSION, hnsw_path
 from readingroom_core import papertable, papertexts, sitedata
 from readingroom_core.analysis import analyze

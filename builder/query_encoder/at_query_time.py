@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from builder.stages.encoder import CONFIG_FORMAT
+from builder.query_encoder.export import CONFIG_FORMAT
 from readingroom_core.ranges import BlockReader, folder_range_reader, folder_reader, whole_file_ranges
 from readingroom_core.sitedata import Manifest
 from readingroom_core.tokenizer import WordPieceTokenizer
