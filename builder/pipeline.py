@@ -22,11 +22,11 @@ from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
 from builder.site.data import write_site_data
 from builder.site.manifest import write_manifest
+from builder.site.pages import render
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
 from builder.stages.index import write_hnsw_file
 from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
-from builder.stages.render import render
 
 if TYPE_CHECKING:
     from builder.distributed import Cluster
