@@ -4,7 +4,7 @@ between them (`engines`), the sanity check each engine passes when it starts (`s
 batched for the model (`batches`) and the vector cache (`cache`). The embed stage
 (builder/stages/embed.py) runs a build's texts through them.
 
-Code outside this package imports these names from here; its modules import each other directly.
+What the rest of builder/ uses is named here; the modules import each other directly.
 """
 
 from builder.embedding.batches import GROUP, model_batches
@@ -28,14 +28,13 @@ from builder.embedding.model import (
     weights_sha256,
 )
 from builder.embedding.on_cpu import DOCUMENT_BATCH, DocumentEncoder, document_encoder_path
-from builder.embedding.on_gpu import GPU_BATCH, GPU_GROUP, TorchDocumentEncoder
+from builder.embedding.on_gpu import GPU_GROUP, TorchDocumentEncoder
 from builder.embedding.sanity import EmbeddingSanityError
 
 __all__ = [
     "DEVICES",
     "DOCUMENT_BATCH",
     "DOCUMENT_ENGINE",
-    "GPU_BATCH",
     "GPU_ENGINE",
     "GPU_GROUP",
     "GROUP",

@@ -3,17 +3,15 @@ its word-piece table in a file of its own (`quantize`), the char-class table the
 replays (`char_classes`), all exported together (`export`) once per model and quantisation
 (`cache`), and run at query time by the CLI exactly as the browser runs it (`at_query_time`).
 
-Code outside this package imports these names from here; its modules import each other directly.
+What the rest of builder/ uses is named here; the modules import each other directly.
 """
 
 from builder.query_encoder.at_query_time import DEQUANTIZE_AT_LOAD, OnnxQueryEncoder
 from builder.query_encoder.cache import cached_query_encoder
-from builder.query_encoder.export import CONFIG_FORMAT, EncoderFiles, export_query_encoder
+from builder.query_encoder.export import export_query_encoder
 
 __all__ = [
-    "CONFIG_FORMAT",
     "DEQUANTIZE_AT_LOAD",
-    "EncoderFiles",
     "OnnxQueryEncoder",
     "cached_query_encoder",
     "export_query_encoder",
