@@ -94,7 +94,7 @@ def build(session: nox.Session) -> None:
 def bench_gpu(session: nox.Session, work: Path) -> None:
     """scripts/bench_gpu.py's steps, where torch sees a CUDA GPU (a CUDA build of torch installed over
     the pinned CPU wheel); elsewhere its record stays as a lent GPU machine left it."""
-    probe = "from builder.stages.embed import nvidia_gpu_here; import torch; print(nvidia_gpu_here() and torch.cuda.get_device_name(0))"
+    probe = "from builder.embedding import nvidia_gpu_here; import torch; print(nvidia_gpu_here() and torch.cuda.get_device_name(0))"
     gpu = str(session.run("python", "-c", probe, silent=True)).strip().splitlines()[-1]
     if gpu == "False":
         session.log("no CUDA GPU visible to torch: scripts/bench_gpu.py skipped, its record kept")

@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING
 
 from builder import config
 from builder.ctrl_c import stop_if_heard
+from builder.embedding import DOCUMENT_ENGINE, choose_engine, identify, nvidia_gpu_here
 from builder.models import Failure, FetchedPaper, IngestedPaper, LockEntry, ParsedPaper
 from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
 from builder.site.data import write_site_data
 from builder.site.manifest import write_manifest
+from builder.site.pages import render
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
 from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
-from builder.stages.render import render
 from builder.writers.hnsw import write_hnsw_file
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class BuildOptions:
     parse_limits: ParseLimits = DEFAULT_LIMITS  # time and memory for one paper's parsing
     ray: str | None = None  # parse and embed on Ray: "" = RAY_ADDRESS or a local instance, else its address
     ray_workers: int | None = None  # embedding actors (default: one per GPU, else one per CPU)
-    embed_device: str = "auto"  # embed.DEVICES: the GPU engine where there is a GPU, unless "cpu"
+    embed_device: str = "auto"  # embedding.DEVICES: the GPU engine where there is a GPU, unless "cpu"
 
 
 @dataclass
@@ -149,15 +150,15 @@ def embed_papers(
     options: BuildOptions,
     report: BuildReport,
     cluster: Cluster | None = None,
-    engine: str = embed.DOCUMENT_ENGINE,
+    engine: str = DOCUMENT_ENGINE,
 ) -> embed.Embedded:
     """On a cluster, the new vectors are made there and put in the cache; the stage then finds them.
-    `engine` was chosen before the build began (embed.choose_engine), so a GPU asked for and missing
+    `engine` was chosen before the build began (choose_engine), so a GPU asked for and missing
     stops it before any paper is fetched."""
     settings = corpus.settings
     model_dir = resolve_model_dir(settings.model)
     with report.timed("embed"):
-        identity = embed.identify(
+        identity = identify(
             settings.model, model_dir, settings.query_prefix, settings.document_prefix, engine
         )
         on_cluster = cluster.embed(papers, identity, model_dir, options.cache_dir) if cluster else 0
@@ -173,7 +174,7 @@ def gpu_to_embed_on(options: BuildOptions, cluster: Cluster | None) -> bool:
     this machine's (not looked for when the CPU was asked for)."""
     if cluster is not None:
         return cluster.plan.gpus_per_actor > 0
-    return options.embed_device != "cpu" and embed.nvidia_gpu_here()
+    return options.embed_device != "cpu" and nvidia_gpu_here()
 
 
 @contextmanager
@@ -245,7 +246,7 @@ def build(options: BuildOptions) -> tuple[BuildReport, int]:
     indexed no paper leaves the old site as it was."""
     corpus = load_corpus(options)
     with cluster_for(options) as cluster:
-        engine = embed.choose_engine(options.embed_device, gpu_to_embed_on(options, cluster))
+        engine = choose_engine(options.embed_device, gpu_to_embed_on(options, cluster))
         result = ingest(corpus, options, cluster)
         embedded = (
             embed_papers(result.papers, corpus, options, result.report, cluster, engine)

@@ -5,8 +5,8 @@ The parse stage marks the bibliography (`ParsedPaper.references_span`) and keeps
 this module cuts that span into entries (one paragraph each, numbered `[12]` entries split apart,
 a paragraph that carries on over a page break joined back) so the citation graph and `suggest` can
 read them. The records are kept in the build's cache beside the parsed text
-(`references/<REFERENCES_VERSION>/<pdf sha256>-p<PARSER_VERSION>.json`); this module is the format's
-one owner.
+(`references/<REFERENCES_VERSION>/<parsed text id>.json`, the parse stage's `parsed_text_id`); this
+module is the format's one owner.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from builder.config import CorpusError, split_arxiv_id
 from builder.models import FetchedPaper, ParsedPaper
 from builder.scratch import write_text_atomically
-from builder.stages.parse import PARSER_VERSION
+from builder.stages.parse import parsed_text_id
 
 REFERENCES_VERSION = "2"  # part of the cache key: it moves whenever the entries read differently
 
@@ -208,8 +208,7 @@ def entry_year(text: str) -> str:
 
 
 def _cache_path(paper: FetchedPaper, cache_dir: Path) -> Path:
-    name = f"{paper.pdf_sha256}-p{PARSER_VERSION}.json"
-    return Path(cache_dir) / "references" / REFERENCES_VERSION / name
+    return Path(cache_dir) / "references" / REFERENCES_VERSION / f"{parsed_text_id(paper)}.json"
 
 
 def cached_references(paper: FetchedPaper, parsed: ParsedPaper, cache_dir: Path) -> PaperReferences:

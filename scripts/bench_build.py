@@ -41,13 +41,12 @@ load_onnxruntime_first()
 import numpy as np  # noqa: E402
 from measurements import add_record_option, begin  # noqa: E402
 
-from builder import config, pipeline  # noqa: E402
+from builder import config, embedding, pipeline  # noqa: E402
+from builder.embedding import document_encoder_path  # noqa: E402
 from builder.evaluation import metrics  # noqa: E402
 from builder.evaluation.evaluate import load_questions  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, resolve_model_dir  # noqa: E402
 from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
-from builder.stages import embed  # noqa: E402
-from builder.stages.encoder import document_encoder_path  # noqa: E402
 from builder.writers.hnsw import hnsw_path  # noqa: E402
 from readingroom_core.formats.chunks import read_chunk_table  # noqa: E402
 from readingroom_core.formats.manifest import Manifest, read_manifest  # noqa: E402
@@ -86,21 +85,21 @@ def embedding_throughput(
     texts = [c.indexed_text for p in ingested.papers for c in p.chunks]
     texts = random.Random(0).sample(texts, min(sample, len(texts)))
     model_dir = resolve_model_dir(loaded.settings.model)
-    identity = embed.identify(loaded.settings.model, model_dir, "", "")
-    encoder = embed.DocumentEncoder(model_dir, identity, document_encoder_path(cache, identity))
+    identity = embedding.identify(loaded.settings.model, model_dir, "", "")
+    encoder = embedding.DocumentEncoder(model_dir, identity, document_encoder_path(cache, identity))
     encoder.encode(texts[:1])  # start it (session, sanity check) outside the timings
-    model = embed.load_model(model_dir)
+    model = embedding.load_model(model_dir)
 
     def sentence_transformers(batch: list[str]) -> np.ndarray:  # longest first, batches of 64
         order = sorted(range(len(batch)), key=lambda i: (-len(batch[i]), i))
         out = np.zeros((len(batch), identity.dims), np.float32)
         for start in range(0, len(order), 512):
             rows = order[start : start + 512]
-            out[rows] = embed.encode(model, [batch[i] for i in rows], 64)
+            out[rows] = embedding.encode(model, [batch[i] for i in rows], 64)
         return out
 
     def ours(batch_size: int):
-        sized = embed.DocumentEncoder(model_dir, identity, encoder.onnx_path, batch=batch_size)
+        sized = embedding.DocumentEncoder(model_dir, identity, encoder.onnx_path, batch=batch_size)
         sized.encode(texts[:1])
         return sized.encode
 
@@ -124,7 +123,7 @@ def embedding_throughput(
         "chunks": len(texts),
         "mean_tokens": round(float(np.mean([c.n_tokens for p in ingested.papers for c in p.chunks])), 1),
         "rounds": rounds,
-        "engine_in_builds": f"{identity.engine}, batch {embed.DOCUMENT_BATCH}",
+        "engine_in_builds": f"{identity.engine}, batch {embedding.DOCUMENT_BATCH}",
         "methods": {
             name: {
                 "chunks_per_second_median": round(statistics.median(row["rate"]), 2),
@@ -200,7 +199,7 @@ def quantization_figures(corpus: Path, site: Path, cache: Path, mirror: Path) ->
     questions = [q for q in load_questions(DEV_QUESTIONS) if q.gold_pages]
     texts = [q.query for q in questions]
     onnx = np.array(OnnxQueryEncoder.from_site(site, manifest).encode(texts))
-    st = embed.encode(embed.load_model(resolve_model_dir(loaded.settings.model)), texts)
+    st = embedding.encode(embedding.load_model(resolve_model_dir(loaded.settings.model)), texts)
 
     def exact(query, k=20, matrix=vectors):
         return list(np.argsort(-(matrix @ query), kind="stable")[:k])

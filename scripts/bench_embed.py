@@ -41,10 +41,9 @@ load_onnxruntime_first()
 import numpy as np  # noqa: E402
 from measurements import add_record_option, begin  # noqa: E402
 
-from builder import config, pipeline  # noqa: E402
+from builder import config, embedding, pipeline  # noqa: E402
+from builder.embedding import document_encoder_path  # noqa: E402
 from builder.paths import REPO_ROOT, resolve_model_dir  # noqa: E402
-from builder.stages import embed  # noqa: E402
-from builder.stages.encoder import document_encoder_path  # noqa: E402
 
 BUILDS = "builds"
 Embedder = Callable[[list[str]], np.ndarray]
@@ -87,7 +86,7 @@ def torch_embedder(model_dir: Path, bfloat16: bool) -> Embedder:
     def run(texts: list[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))  # as bench_build orders them
         out = np.zeros((len(texts), model.get_embedding_dimension()), np.float32)
-        out[order] = embed.encode(model, [texts[i] for i in order], 64)
+        out[order] = embedding.encode(model, [texts[i] for i in order], 64)
         return out
 
     return run
@@ -97,11 +96,11 @@ def settings(corpus: config.Corpus, cache: Path, scratch: Path) -> dict[str, Emb
     """Every candidate, started (model loaded, session made) before any timing."""
     chosen = corpus.settings
     model_dir = resolve_model_dir(chosen.model)
-    identity = embed.identify(chosen.model, model_dir, chosen.query_prefix, chosen.document_prefix)
+    identity = embedding.identify(chosen.model, model_dir, chosen.query_prefix, chosen.document_prefix)
     fp32 = document_encoder_path(cache, identity)
 
-    def onnx(path: Path, batch: int = embed.DOCUMENT_BATCH, threads: int | None = None) -> Embedder:
-        encoder = embed.DocumentEncoder(model_dir, identity, path, threads=threads, batch=batch)
+    def onnx(path: Path, batch: int = embedding.DOCUMENT_BATCH, threads: int | None = None) -> Embedder:
+        encoder = embedding.DocumentEncoder(model_dir, identity, path, threads=threads, batch=batch)
         encoder.encode(["start"])
         return encoder.encode
 
@@ -180,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {
             "chunks": len(texts),
             "rounds": args.rounds,
-            "builds_setting": f"{embed.DOCUMENT_ENGINE}, batch {embed.DOCUMENT_BATCH}, threads {os.cpu_count()}",
+            "builds_setting": f"{embedding.DOCUMENT_ENGINE}, batch {embedding.DOCUMENT_BATCH}, threads {os.cpu_count()}",
             "settings": measure(methods, texts, args.rounds),
         }
     print(json.dumps(result, indent=1))

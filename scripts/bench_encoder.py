@@ -4,7 +4,7 @@
 
 Three query encoders: fp32 sentence-transformers (the model itself), int8 with absmax steps everywhere
 (`export_query_encoder(..., coarse_steps=False)`, the baseline the coarse steps are held to) and the export this checkout ships
-(builder/stages/encoder/). For each ONNX encoder it reports bytes (raw, gzip -9, what a host that
+(builder/query_encoder/). For each ONNX encoder it reports bytes (raw, gzip -9, what a host that
 compresses sends, and the site's .gz copy), and the cosine of its query vectors to fp32 (min and mean) per
 query set: the dev questions, the extra, tune and report questions (tests/data) and a seeded sample of the queries of
 each BEIR set under ../shared (SciFact, NFCorpus, ArguAna). Retrieval is dense only, on the site's own
@@ -34,9 +34,8 @@ from measurements import add_record_option, begin  # noqa: E402
 
 from builder.evaluation.evaluate import load_questions, page_ranking, score_ranking  # noqa: E402
 from builder.paths import DEV_QUESTIONS, REPO_ROOT, SHARED, bundled_model_dir  # noqa: E402
-from builder.query_encoder import OnnxQueryEncoder  # noqa: E402
+from builder.query_encoder import OnnxQueryEncoder, export_query_encoder  # noqa: E402
 from builder.site.store import huffman_only_gzip  # noqa: E402
-from builder.stages.encoder import export_query_encoder  # noqa: E402
 from readingroom_core.browser import open_folder  # noqa: E402
 from readingroom_core.options import SearchOptions  # noqa: E402
 from readingroom_core.querysyntax import embedding_text  # noqa: E402

@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from builder import embedding
+from builder.embedding import GPU_ENGINE, GPU_GROUP, TorchDocumentEncoder
 from builder.stages import embed
-from builder.stages.encoder.on_gpu import GPU_ENGINE, GPU_GROUP, TorchDocumentEncoder
 
 CHUNKS_PER_PAPER_AT_SCALE = 88  # 880,000 chunks for 10,000 papers, as issue 23 counts (the mirror: 85.7)
 PROJECTED_PAPERS = 10_000
@@ -60,13 +61,13 @@ def prepare(mirror: Path, cache: Path, beir: Path, out: Path) -> dict:
         corpus_path, out / "unused", cache, mirror=mirror, offline=True, progress=False
     )
     papers = pipeline.ingest(corpus, options).papers
-    identity = embed.identify("all-MiniLM-L6-v2", bundled_model_dir(), "", "")
+    identity = embedding.identify("all-MiniLM-L6-v2", bundled_model_dir(), "", "")
     jobs = embed.embedding_jobs(papers, identity)
-    stored = embed.EmbeddingCache(cache, identity)
+    stored = embedding.EmbeddingCache(cache, identity)
     references = []
     for arxiv_id, ids, texts in jobs:
         vectors = stored.load(arxiv_id)
-        references += [vectors[embed.text_key(i, t)] for i, t in zip(ids, texts, strict=True)]
+        references += [vectors[embedding.text_key(i, t)] for i, t in zip(ids, texts, strict=True)]
     with lzma.open(out / "jobs.json.xz", "wt") as handle:
         json.dump(jobs, handle)
     np.save(out / "references.npy", np.stack(references).astype(np.float16))
@@ -99,8 +100,8 @@ def embed_rates(data: Path, out: Path, passes: int, device: str) -> dict:
     texts = [text for _, _, paper_texts in jobs for text in paper_texts]
     references = np.load(data / "references.npy").astype(np.float32)
     references /= np.linalg.norm(references, axis=1, keepdims=True)
-    identity = embed.identify("bench", model, "", "", GPU_ENGINE)
-    groups = embed.model_batches(texts, GPU_GROUP)
+    identity = embedding.identify("bench", model, "", "", GPU_ENGINE)
+    groups = embedding.model_batches(texts, GPU_GROUP)
     result: dict = {
         "gpu": torch.cuda.get_device_name(0) if device == "cuda" else "none",
         "torch": torch.__version__,
@@ -142,7 +143,9 @@ def embed_rates(data: Path, out: Path, passes: int, device: str) -> dict:
     encoder = TorchDocumentEncoder(model, identity, device)  # the build's settings
     cache_dir = out / "stage-cache"
     started = time.perf_counter()
-    embed.embed_papers(encoder, embed.EmbeddingCache(cache_dir, identity), jobs, GPU_GROUP, progress=False)
+    embed.embed_papers(
+        encoder, embedding.EmbeddingCache(cache_dir, identity), jobs, GPU_GROUP, progress=False
+    )
     stage = time.perf_counter() - started  # the model's start included
     result["embed_stage"] = {"seconds": round(stage, 2), "chunks_per_second": round(len(texts) / stage, 1)}
     with lzma.open(data / "scifact.json.xz", "rt") as handle:
@@ -187,7 +190,7 @@ def one_build(corpus_path: Path, mirror: Path, work: Path, ray: str | None, devi
     started = time.perf_counter()
     with pipeline.cluster_for(options) as cluster:
         joined = time.perf_counter() - started
-        engine = embed.choose_engine(options.embed_device, pipeline.gpu_to_embed_on(options, cluster))
+        engine = embedding.choose_engine(options.embed_device, pipeline.gpu_to_embed_on(options, cluster))
         ingested = pipeline.ingest(corpus, options, cluster)
         report = ingested.report
         pipeline.embed_papers(ingested.papers, corpus, options, report, cluster, engine)
@@ -245,9 +248,9 @@ def build_rates(
 
 def beir_ratio(vectors_path: Path, beir: Path, cache: Path) -> dict:
     """scifact nDCG@10 (every mode) with the GPU engine's document vectors over the CPU's."""
+    from builder.embedding import weights_sha256
     from builder.evaluation import beir as beir_eval
     from builder.paths import bundled_model_dir
-    from builder.stages.embed import weights_sha256
 
     dataset = beir_eval.load_dataset(beir)
     settings = beir_eval.EvalSettings()
@@ -327,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--model", type=Path, help="a model folder (default: the bundled model)")
     step.add_argument("--papers", type=int, default=160)
     step.add_argument("--work", type=Path, default=Path("/tmp/readingroom-bench-gpu"))
-    step.add_argument("--embed-device", default="cuda", choices=embed.DEVICES)
+    step.add_argument("--embed-device", default="cuda", choices=embedding.DEVICES)
     step = steps.add_parser("beir")
     step.add_argument("--vectors", type=Path, required=True, help="scifact-gpu.npy from `embed`")
     step.add_argument("--beir", type=Path, required=True)

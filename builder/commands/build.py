@@ -78,8 +78,8 @@ def _base_url(args: argparse.Namespace) -> str | None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from builder.embedding import EmbedDeviceError
     from builder.pipeline import build
-    from builder.stages.embed import EmbedDeviceError
     from builder.writers.hnsw import hnsw_path
 
     options = build_options(args, args.out)

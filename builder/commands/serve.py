@@ -49,7 +49,7 @@ MIME_TYPES = {
 }
 HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.[a-z]+(\.gz)?$")
 # Runtime modules that import one another by name sit in a folder named by the hash of them all
-# (builder/stages/render.py write_module_folder).
+# (builder/site/runtime.py write_module_folder).
 HASHED_FOLDER = re.compile(r"/runtime/[a-z]+-[0-9a-f]{12}/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 # Statuses of a reply that carries (part of) a file: they say the file may be read by range.

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.distributed.cluster import ClusterError, Plan, connected, current_plan, resolve_address
+from builder.embedding import ModelIdentity
 from builder.models import Failure, FetchedPaper, IngestedPaper, ParsedPaper
-from builder.stages.embed import ModelIdentity
 from builder.stages.parse.bounded import ParseLimits
 
 __all__ = ["Cluster", "ClusterError", "ray_cluster"]

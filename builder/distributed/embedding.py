@@ -1,9 +1,9 @@
 """Embedding on a Ray cluster: the texts new to the cache go to a pool of actors, each of which loads
 the model once; the vectors come back to the build, which keeps each group as a checkpoint in the
-embedding cache (builder/stages/embed.py) as soon as it arrives.
+embedding cache (builder/embedding/cache.py) as soon as it arrives.
 
 The local embed stage then runs as always and finds every vector in the cache, so the site is built
-by the same code from the same bits: the groups sent to the actors are `embed.model_batches`, the very
+by the same code from the same bits: the groups sent to the actors are `model_batches`, the very
 groups a local build feeds the model, and a vector does not depend on the thread count. A killed build
 keeps every group that came back; an actor that dies is restarted by Ray and its group retried (Ray
 Data's defaults for actor pools: max_restarts=-1, max_task_retries=-1).
@@ -19,8 +19,19 @@ import numpy as np
 from tqdm import tqdm
 
 from builder.distributed.cluster import ClusterError, Plan
+from builder.embedding import (
+    GPU_ENGINE,
+    EmbeddingCache,
+    EmbeddingSanityError,
+    ModelIdentity,
+    document_encoder,
+    encode,
+    group_size,
+    model_batches,
+    text_key,
+)
 from builder.models import IngestedPaper
-from builder.stages import embed
+from builder.stages.embed import ABOUT_ID, embedding_jobs
 
 # Model groups per actor call: a call costs little beside a group (docs/measurements/ray.json), and a
 # retry redoes one.
@@ -37,7 +48,7 @@ class Pending:
 
 
 def pending_groups(
-    jobs: list[tuple[str, list[str], list[str]]], cache: embed.EmbeddingCache, group: int
+    jobs: list[tuple[str, list[str], list[str]]], cache: EmbeddingCache, group: int
 ) -> list[Pending]:
     """The texts no earlier build embedded (a killed build's checkpoints count), in the local build's
     model groups."""
@@ -45,10 +56,10 @@ def pending_groups(
     for arxiv_id, ids, texts in jobs:
         cached = cache.load(arxiv_id)
         for text_id, text in zip(ids, texts, strict=True):
-            key = embed.text_key(text_id, text)
+            key = text_key(text_id, text)
             if key not in cached:
                 todo.append((arxiv_id, key, text))
-    groups = embed.model_batches([text for _, _, text in todo], group)
+    groups = model_batches([text for _, _, text in todo], group)
     return [
         Pending([todo[i][0] for i in group], [todo[i][1] for i in group], [todo[i][2] for i in group])
         for group in groups
@@ -58,15 +69,15 @@ def pending_groups(
 class GroupEncoder:
     """A Ray Data actor: the model, started once, embeds one group of texts per row."""
 
-    def __init__(self, model_dir: str, identity: embed.ModelIdentity, cache_dir: str, threads: int):
-        self.model = embed.document_encoder(Path(model_dir), identity, Path(cache_dir), threads)
+    def __init__(self, model_dir: str, identity: ModelIdentity, cache_dir: str, threads: int):
+        self.model = document_encoder(Path(model_dir), identity, Path(cache_dir), threads)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        vectors = [embed.encode(self.model, json.loads(str(texts))).tobytes() for texts in batch["texts"]]
+        vectors = [encode(self.model, json.loads(str(texts))).tobytes() for texts in batch["texts"]]
         return {"group": batch["group"], "vectors": np.array(vectors, dtype=object)}
 
 
-def bound_encoder(model_dir: str, identity: embed.ModelIdentity, cache_dir: str, threads: int) -> type:
+def bound_encoder(model_dir: str, identity: ModelIdentity, cache_dir: str, threads: int) -> type:
     """GroupEncoder with its arguments inside the class (shipped with it), not in Ray's object store,
     where a restarted actor could find them gone (ray-project/ray#53727)."""
 
@@ -79,7 +90,7 @@ def bound_encoder(model_dir: str, identity: embed.ModelIdentity, cache_dir: str,
 
 def embed_on_cluster(
     papers: list[IngestedPaper],
-    identity: embed.ModelIdentity,
+    identity: ModelIdentity,
     model_dir: Path,
     cache_dir: Path,
     plan: Plan,
@@ -87,10 +98,8 @@ def embed_on_cluster(
 ) -> int:
     """Put the vectors of every text new to the cache into the cache; the number of chunks (not
     titles and abstracts) embedded. The actors ask for a GPU only when the engine runs on one."""
-    from builder.stages.encoder.on_gpu import GPU_ENGINE
-
-    cache = embed.EmbeddingCache(cache_dir, identity)
-    groups = pending_groups(embed.embedding_jobs(papers, identity), cache, embed.group_size(identity))
+    cache = EmbeddingCache(cache_dir, identity)
+    groups = pending_groups(embedding_jobs(papers, identity), cache, group_size(identity))
     if not groups:
         return 0
     import ray.data
@@ -117,10 +126,10 @@ def embed_on_cluster(
                     cache.checkpoint(group.arxiv_ids, group.keys, rows_back)
                     bar.update(len(group.texts))
         except Exception as error:  # Ray wraps what failed in an actor; the build reports one line
-            if isinstance(error, embed.EmbeddingSanityError):
+            if isinstance(error, EmbeddingSanityError):
                 raise
             raise ClusterError(f"embedding on the Ray cluster failed: {_first_line(error)}") from error
-    return sum(1 for group in groups for key in group.keys if not key.startswith(f"{embed.ABOUT_ID}:"))
+    return sum(1 for group in groups for key in group.keys if not key.startswith(f"{ABOUT_ID}:"))
 
 
 def _first_line(error: BaseException) -> str:

@@ -153,7 +153,7 @@ def embedding_cache_path(cache_dir: Path, dataset: str, weights_sha256: str, fin
 
 def embed_corpus(model, texts: Sequence[str], cache_path: Path, progress: bool) -> tuple[np.ndarray, bool]:
     """Unit float32 rows for `texts`, from the cache when it holds them; (vectors, whether computed)."""
-    from builder.stages.embed import encode, save_npy
+    from builder.embedding import encode, save_npy
 
     if cache_path.exists():
         vectors = np.load(cache_path)
@@ -217,17 +217,15 @@ def query_encoder(
 ) -> Callable[[list[str]], list[list[float]]]:
     """`browser`: the shipped int8 ONNX encoder + stdlib tokenizer; `model`: sentence-transformers."""
     if kind == "model":
-        from builder.stages.embed import encode
+        from builder.embedding import encode
 
         return lambda texts: encode(model, texts).astype(float).tolist()
     if kind != "browser":
         raise ValueError(f"query encoder must be one of {', '.join(QUERY_ENCODERS)}, got {kind!r}")
-    from builder.query_encoder import OnnxQueryEncoder
-    from builder.stages.embed import identify
-    from builder.stages.encoder import cached_query_encoder
+    from builder.embedding import weights_sha256
+    from builder.query_encoder import OnnxQueryEncoder, cached_query_encoder
 
-    identity = identify("all-MiniLM-L6-v2", model_dir, "", "")
-    files = cached_query_encoder(model_dir, identity, cache_dir)
+    files = cached_query_encoder(model_dir, weights_sha256(model_dir), cache_dir)
     return OnnxQueryEncoder.from_dir(files.config.parent).encode
 
 
@@ -275,8 +273,8 @@ def evaluate_dataset(
     """Embed (or reuse) the corpus, build the in-memory site, run every query in every mode, score."""
     load_onnxruntime_first()
 
+    from builder.embedding import load_model, weights_sha256
     from builder.paths import bundled_model_dir
-    from builder.stages.embed import load_model, weights_sha256
     from readingroom_core.engine import SearchEngine
 
     timings = Timings()

@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from builder.citation_graph import CitationGraph, graph_bytes, list_graph
+from builder.embedding import ModelIdentity
 from builder.models import Chunk, IngestedPaper, Settings
+from builder.query_encoder import cached_query_encoder
 from builder.report import BuildReport
 from builder.site.manifest import make_manifest
 from builder.site.search_files import search_index_files
 from builder.site.store import stored_gzipped, write_hashed, write_plain
-from builder.stages.embed import Embedded, ModelIdentity
-from builder.stages.encoder import cached_query_encoder
+from builder.stages.embed import Embedded
 from builder.writers.hnsw import IndexParams
 from builder.writers.papers import paper_record, paper_table_bytes, paper_vectors_bytes
 from builder.writers.texts import paper_text, preset_dictionary, texts_file_bytes
@@ -164,7 +165,7 @@ def write_query_encoder(
     """The query encoder's files by role (`encoder`, `word_pieces`, `vocab`, `char_classes`) from its
     cached export, the word-piece rows file the `word_pieces` directory names (read by range), and the
     config as the manifest's `encoder` section (without the export's own file names)."""
-    exported = cached_query_encoder(Path(identity.path), identity, cache_dir)
+    exported = cached_query_encoder(Path(identity.path), identity.weights_sha256, cache_dir)
     config = json.loads(exported.config.read_text(encoding="utf-8"))
     table = exported.word_pieces.read_bytes()
     rows = write_hashed(out_dir, "model", "word-pieces", ".bin", table)

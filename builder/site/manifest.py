@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from builder.stages.embed import ModelIdentity
+from builder.embedding import ModelIdentity
 from builder.writers.hnsw import IndexParams
 from readingroom_core.formats.manifest import (
     MANIFEST_FILE,

@@ -1,2 +1,3 @@
-"""The build stages, and nothing else: fetch → parse → chunk → embed → index → encoder export → render.
-What writes the site's files (store, data files, manifest, runtime) lives in `builder/site/`."""
+"""The build stages, and nothing else: fetch → parse → chunk → embed → index. The embed stage runs the
+model through builder/embedding/; what writes the site's files (store, data files, pages, manifest,
+runtime, the query encoder from builder/query_encoder/) lives in `builder/site/`, and no stage imports it."""

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 from support.builds import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 
-from builder.stages import embed
-from builder.stages.encoder import document_encoder_path
-from builder.stages.encoder.on_gpu import GPU_ENGINE, TorchDocumentEncoder
+from builder import embedding as embed
+from builder.embedding import GPU_ENGINE, TorchDocumentEncoder, document_encoder_path
 from readingroom_core.browser import open_folder
 
 LONG = " ".join(f"retrieval passage {n} with dense and sparse scores" for n in range(120))  # > 256 pieces

@@ -17,11 +17,8 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from builder.query_encoder import DEQUANTIZE_AT_LOAD, OnnxQueryEncoder
-from builder.site.runtime import WASM_DIR
-from builder.site.store import huffman_only_gzip
-from builder.stages.encoder import export_query_encoder
-from builder.stages.encoder.quantize import (
+from builder.query_encoder import DEQUANTIZE_AT_LOAD, OnnxQueryEncoder, export_query_encoder
+from builder.query_encoder.quantize import (
     MATRIX_STEPS,
     TOKEN_TABLE_STEP,
     WordPieceTable,
@@ -29,6 +26,8 @@ from builder.stages.encoder.quantize import (
     matrix_step,
     quantize_weights,
 )
+from builder.site.runtime import WASM_DIR
+from builder.site.store import huffman_only_gzip
 
 ORT_WEB = WASM_DIR / "node_modules" / "onnxruntime-web" / "dist" / "ort.wasm.min.mjs"
 EMBED_SCRIPT = WASM_DIR / "node" / "embed_queries.mjs"

@@ -64,9 +64,9 @@ def test_onnx_query_vectors_retrieve_as_well_as_sentence_transformers(mirror_sit
 
     On real papers: the generated corpus's templated sentences make near-ties that a 1e-3 change in a
     query vector reorders, which measures the corpus, not the encoder."""
+    from builder.embedding import encode, load_model
     from builder.evaluation.evaluate import Question, evaluate, load_questions
     from builder.query_encoder import OnnxQueryEncoder
-    from builder.stages.embed import encode, load_model
     from readingroom_core.browser import open_folder
 
     site = mirror_site

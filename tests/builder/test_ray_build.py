@@ -19,11 +19,11 @@ import pytest
 from support import corpus
 from support.builds import SMALL_PAPERS, write_corpus
 
+from builder import embedding as embed
 from builder.distributed import Cluster
 from builder.distributed.cluster import Plan, plan_actors
+from builder.embedding import GPU_ENGINE
 from builder.pipeline import BuildOptions, gpu_to_embed_on
-from builder.stages import embed
-from builder.stages.encoder.on_gpu import GPU_ENGINE
 
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,

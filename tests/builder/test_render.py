@@ -22,9 +22,9 @@ from builder.commands.serve import serve_in_thread
 from builder.models import Settings
 from builder.report import BuildReport
 from builder.site.manifest import read_manifest
+from builder.site.pages import render_site
 from builder.site.runtime import PYODIDE_PACKAGE, WASM_DIR, run_snapshot_script
 from builder.site.store import GZIP_MIN_SAVING
-from builder.stages.render import render_site
 from readingroom_core.formats.manifest import Artifact
 from readingroom_core.ranges import folder_reader
 

@@ -11,8 +11,8 @@ from support.builds import ADDED_PAPER, SMALL_PAPERS, run_build, write_corpus
 from usearch.index import Index
 
 import builder.writers.texts as papertexts
+from builder.embedding import encode, load_model
 from builder.stages.chunk.chunker import ChunkSettings, TokenCounter, context_prefix
-from builder.stages.embed import encode, load_model
 from builder.writers.hnsw import USEARCH_VERSION, hnsw_path
 from builder.writers.papers import paper_table_bytes
 from readingroom_core.analysis import analyze

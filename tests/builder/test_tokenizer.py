@@ -12,7 +12,7 @@ import pytest
 from tokenizers import Tokenizer
 
 import readingroom_core.tokenizer as tokenizer_module
-from builder.stages.encoder.char_classes import build_char_classes
+from builder.query_encoder.char_classes import build_char_classes
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 CODE_POINTS = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]

@@ -7,8 +7,8 @@ import json
 import re
 
 from readingroom_core.browser import open_folder
-from readingroom_core.ranges import folder_reader
 from readingroom_core.formats.chunks import read_chunk_table
+from readingroom_core.ranges import folder_reader
 
 
 def normalise(text: str) -> str:

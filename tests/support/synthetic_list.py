@@ -30,11 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from builder import config, pipeline
+from builder.embedding import EmbeddingCache, ModelIdentity, text_key
 from builder.models import FetchedPaper, IngestedPaper, PageSpan, PaperMeta, ParsedPaper, Section
 from builder.paths import resolve_model_dir
 from builder.stages import chunk
 from builder.stages.chunk.chunker import sentence_spans
-from builder.stages.embed import ABOUT_ID, EmbeddingCache, ModelIdentity, about_text, text_key
+from builder.stages.embed import ABOUT_ID, about_text
 from builder.stages.fetch.sources import Cache, cache_paper_dir
 from builder.stages.parse import PARSER_VERSION
 

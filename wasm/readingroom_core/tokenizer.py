@@ -2,7 +2,7 @@
 
 Character behaviour is not taken from `unicodedata`: the Rust tokenizer uses older category tables
 (and Python's differ between 3.11 and Pyodide's 3.14), so the build probes the Rust tokenizer over
-every code point and ships the answers as a char-class table (`builder.stages.encoder.char_classes.build_char_classes`).
+every code point and ships the answers as a char-class table (`builder.query_encoder.char_classes.build_char_classes`).
 Normalisation is char by char (clean text, CJK spacing, NFD + drop nonspacing marks, lowercase), so
 one `str.translate` does all of it plus the punctuation split.
 """
@@ -94,7 +94,7 @@ class WordPieceTokenizer:
         if char_classes.get("format") != CHAR_CLASSES_FORMAT:
             raise ValueError(
                 f"char-class table has format {char_classes.get('format')!r}, expected "
-                f"{CHAR_CLASSES_FORMAT!r}; regenerate it with builder.stages.encoder.char_classes.build_char_classes"
+                f"{CHAR_CLASSES_FORMAT!r}; regenerate it with builder.query_encoder.char_classes.build_char_classes"
             )
         wordpiece = char_classes["wordpiece"]
         missing = [

@@ -132,6 +132,12 @@ def _cache_path(paper: FetchedPaper, cache_dir: Path) -> Path:
     return cache_dir / "parsed" / PARSER_VERSION / f"{paper.pdf_sha256}.json"
 
 
+def parsed_text_id(paper: FetchedPaper) -> str:
+    """What names the paper's parsed text: its PDF's checksum and the parser's version. A cache of
+    what is read from the parsed text keys on it, so a new parser never serves an old reading."""
+    return f"{paper.pdf_sha256}-p{PARSER_VERSION}"
+
+
 def read_cached(paper: FetchedPaper, cache_dir: Path) -> ParsedPaper | None:
     """The parsed paper kept at `<cache>/parsed/<PARSER_VERSION>/<pdf sha256>.json`, if any."""
     path = _cache_path(paper, cache_dir)

@@ -1,17 +1,13 @@
-"""The sentence embedder traced to ONNX with mean pooling and L2 normalisation inside the graph: in fp32
-for the embed stage (with onnxruntime's fused BERT kernels where they agree), and as the graph the query
-encoder quantises. Only Transformer -> mean Pooling -> Normalize models are accepted."""
+"""The sentence embedder traced to ONNX with mean pooling and L2 normalisation inside the graph: the
+graph the query encoder quantises, and the one the CPU document engine (builder/embedding/on_cpu.py)
+runs in fp32, so documents and queries go through one definition of the model. Only
+Transformer -> mean Pooling -> Normalize models are accepted."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 ONNX_OPSET = 17
 INPUT_NAMES = ("input_ids", "attention_mask")
@@ -38,63 +34,9 @@ def read_pooling(model_dir: Path) -> dict:
     return {"max_length": int(st_config["max_seq_length"])}
 
 
-def model_shape(model_dir: Path) -> tuple[int, int]:
-    """(embedding width, most tokens per text) from the model folder's files, without loading it."""
-    max_length = read_pooling(model_dir)["max_length"]
-    modules = json.loads((model_dir / "modules.json").read_text())
-    pooling_dir = next(module["path"] for module in modules if module["type"].endswith(".Pooling"))
-    pooling = json.loads((model_dir / pooling_dir / "config.json").read_text())
-    return int(pooling["word_embedding_dimension"]), max_length
-
-
-def export_document_encoder(model_dir: Path, onnx_path: Path, check_texts: Sequence[str]) -> str:
-    """The model in fp32 for embedding chunks: traced with plain (eager) attention so onnxruntime's BERT
-    optimizer can fuse attention, skip-layer-norm and GELU into single kernels; returns "fused".
-
-    The fused graph must give the traced model's vectors for `check_texts` (min cosine 0.99999, as a
-    padded batch); a model whose graph the optimizer does not know, or gets wrong, is kept unfused
-    ("plain"): slower, never different.
-    """
-    import onnxruntime
-    import torch
-    from onnxruntime.transformers.optimizer import optimize_model
-    from tokenizers import Tokenizer
-
-    config = json.loads((model_dir / "config.json").read_text())
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
-        plain = Path(scratch) / "plain.onnx"
-        _, traced = export_fp32(model_dir, plain, attention="eager")
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tokenizer.enable_truncation(model_shape(model_dir)[1])
-        tokenizer.enable_padding()
-        encodings = tokenizer.encode_batch([text.strip() for text in check_texts])
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        with torch.no_grad():
-            expected = traced(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
-        try:
-            fused = Path(scratch) / "fused.onnx"
-            optimize_model(
-                str(plain),
-                model_type="bert",
-                num_heads=int(config.get("num_attention_heads", 0)),
-                hidden_size=int(config.get("hidden_size", 0)),
-                opt_level=1,
-                use_gpu=False,
-            ).save_model_to_file(str(fused))
-            session = onnxruntime.InferenceSession(str(fused), providers=["CPUExecutionProvider"])
-            got = session.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})[0]
-            agrees = float(np.min(np.sum(got * expected, axis=1))) >= 0.99999
-        except Exception:  # an architecture the optimizer does not handle: keep the plain graph
-            agrees = False
-        shutil.copyfile(fused if agrees else plain, onnx_path)
-    return "fused" if agrees else "plain"
-
-
 def mean_pooled_unit(hidden, attention_mask):
     """sentence-transformers' mean pooling and Normalize, as torch ops (traced here, run by the GPU
-    engine): the mean of the unmasked tokens' rows, scaled to unit length."""
+    document engine): the mean of the unmasked tokens' rows, scaled to unit length."""
     import torch
 
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)

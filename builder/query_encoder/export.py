@@ -1,6 +1,5 @@
-"""Encoder export stage: the browser's query encoder (a quantised ONNX file, its word-piece table's rows,
-the vocabulary and the char-class table the stdlib tokenizer needs) and the fp32 encoder the embed stage
-runs, each exported once per model and kept in the cache.
+"""The query encoder's export: the quantised ONNX file the browser runs, its word-piece table's rows,
+the vocabulary and the char-class table the stdlib tokenizer needs, and config.json naming them.
 
 Mean pooling and L2 normalisation are inside the graph, so the browser feeds `input_ids`,
 `attention_mask` and the query's word-piece rows (read by range: readingroom_core.wordpieces) and reads
@@ -9,20 +8,14 @@ unit vectors from `sentence_embedding`; config.json says so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from builder.scratch import make_folder_atomically
-from builder.stages.encoder.char_classes import build_char_classes
-from builder.stages.encoder.onnx_graph import INPUT_NAMES, OUTPUT_NAME, export_fp32, read_pooling
-from builder.stages.encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, WORD_PIECE_INPUTS, quantize_file
-
-if TYPE_CHECKING:
-    from builder.stages.embed import ModelIdentity
+from builder.query_encoder.char_classes import build_char_classes
+from builder.query_encoder.onnx_graph import INPUT_NAMES, OUTPUT_NAME, export_fp32, read_pooling
+from builder.query_encoder.quantize import INT8_QUANTIZATION, QUANTIZATION, WORD_PIECE_INPUTS, quantize_file
 
 CONFIG_FORMAT = "readingroom-query-encoder/2"  # 2: the word-piece table outside the graph
 
@@ -35,6 +28,20 @@ class EncoderFiles:
     char_classes: Path
     config: Path
 
+    @classmethod
+    def in_folder(cls, folder: Path) -> EncoderFiles:
+        """The export's files under the names config.json gives them."""
+        return cls(
+            onnx=folder / "query_encoder.onnx",
+            word_pieces=folder / "word_pieces.bin",
+            vocab=folder / "vocab.txt",
+            char_classes=folder / "char_classes.json",
+            config=folder / "config.json",
+        )
+
+    def all(self) -> tuple[Path, ...]:
+        return (self.onnx, self.word_pieces, self.vocab, self.char_classes, self.config)
+
 
 def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = True) -> EncoderFiles:
     """Write the quantised encoder, its word-piece rows, vocab, char classes and config.json into `out_dir`.
@@ -45,13 +52,7 @@ def export_query_encoder(model_dir: Path, out_dir: Path, coarse_steps: bool = Tr
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     pooling = read_pooling(model_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = EncoderFiles(
-        onnx=out_dir / "query_encoder.onnx",
-        word_pieces=out_dir / "word_pieces.bin",
-        vocab=out_dir / "vocab.txt",
-        char_classes=out_dir / "char_classes.json",
-        config=out_dir / "config.json",
-    )
+    files = EncoderFiles.in_folder(out_dir)
     with tempfile.TemporaryDirectory(prefix="readingroom-onnx-") as scratch:
         fp32 = Path(scratch) / "fp32.onnx"
         dims, _ = export_fp32(model_dir, fp32)
@@ -86,40 +87,3 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(
         json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8"
     )
-
-
-def cached_query_encoder(model_dir: Path, identity: ModelIdentity, cache_dir: Path) -> EncoderFiles:
-    """The export takes a while and depends only on the model and the quantisation, so it is kept per
-    model identity and quantisation (a new format re-exports instead of reusing the old file)."""
-    quantization = hashlib.sha256(json.dumps(QUANTIZATION, sort_keys=True).encode()).hexdigest()[:8]
-    folder = (
-        cache_dir
-        / "encoder"
-        / f"{identity.weights_sha256[:20]}-{CONFIG_FORMAT.replace('/', '-')}-{quantization}"
-    )
-    files = EncoderFiles(
-        onnx=folder / "query_encoder.onnx",
-        word_pieces=folder / "word_pieces.bin",
-        vocab=folder / "vocab.txt",
-        char_classes=folder / "char_classes.json",
-        config=folder / "config.json",
-    )
-    names = (
-        files.onnx.name,
-        files.word_pieces.name,
-        files.vocab.name,
-        files.char_classes.name,
-        files.config.name,
-    )
-    make_folder_atomically(
-        folder,
-        complete=lambda candidate: all((candidate / name).is_file() for name in names),
-        fill=lambda scratch: export_query_encoder(model_dir, scratch),
-    )
-    return files
-
-
-def document_encoder_path(cache_dir: Path, identity: ModelIdentity) -> Path:
-    """The embed stage's fp32 export depends only on the model and the engine: one per model identity."""
-    engine = identity.engine.replace("/", "-")
-    return cache_dir / "encoder" / f"{identity.weights_sha256[:20]}-documents-{engine}" / "model.onnx"

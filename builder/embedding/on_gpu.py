@@ -1,12 +1,13 @@
-"""The embed stage on a CUDA GPU: the model under torch in float16, texts batched by token length.
+"""The GPU document engine: the model under torch in float16 on a CUDA device, texts batched by token
+length.
 
 torch, not onnxruntime's CUDA provider: a GPU machine's Python already has a CUDA torch (this project
 pins the CPU wheel for machines without one), while onnxruntime-gpu is a second, CUDA-version-bound
 package. Measured on an H200 over the mirror's 9,713 texts (scripts/bench_gpu.py, docs/measurements.md):
 float16 embeds 9,475 chunks/s at a min cosine of 0.999998 to the CPU engine's vectors (the floor is
 0.999); bfloat16 is as fast at 0.99986, float32 half as fast. The vectors still differ in their last
-digits, so the engine is part of the embedding cache's key: a GPU build never reuses a CPU build's
-vectors, nor the reverse. Pooling and normalisation run in float32.
+digits, so the engine (model.GPU_ENGINE) is part of the embedding cache's key: a GPU build never
+reuses a CPU build's vectors, nor the reverse. Pooling and normalisation run in float32.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from builder.stages.embed import ModelIdentity
+from builder.embedding.batches import length_batches, start_tokenizer
+from builder.embedding.sanity import check_sanity
+from builder.query_encoder.onnx_graph import mean_pooled_unit
 
-GPU_ENGINE = "torch-cuda-float16/1"
+if TYPE_CHECKING:
+    from builder.embedding.model import ModelIdentity
+
 GPU_BATCH = 256  # texts per model run: 64 gave 8,164 chunks/s, 256 9,475, 1024 10,090 (within 256's spread)
 GPU_GROUP = 2048  # texts per checkpoint and per Ray call: the stage, checkpoints included, ran 9,124/s
 
@@ -49,8 +53,6 @@ class TorchDocumentEncoder:
         import torch
         from transformers import AutoModel
 
-        from builder.stages.embed import check_sanity, start_tokenizer
-
         model = AutoModel.from_pretrained(
             str(self.model_dir),
             local_files_only=True,
@@ -66,9 +68,6 @@ class TorchDocumentEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
-
-        from builder.stages.embed import length_batches
-        from builder.stages.encoder.onnx_graph import mean_pooled_unit
 
         tokenizer, model = self._running if self._running is not None else self._start()
         vectors = np.zeros((len(texts), self.identity.dims), dtype=np.float32)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from builder.stages.encoder import CONFIG_FORMAT
+from builder.query_encoder.export import CONFIG_FORMAT
 from builder.writers.wordpieces import word_piece_directory
 from readingroom_core.formats.manifest import Manifest
 from readingroom_core.formats.wordpieces import read_word_piece_directory

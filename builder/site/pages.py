@@ -1,6 +1,6 @@
-"""Render stage: the site's HTML pages, with the browser runtime packed next to the data files.
+"""The site's HTML pages, with the browser runtime packed next to the data files.
 
-The build hands render what it holds in memory (the manifest and the paper records); `render_site`
+The build hands `render` what it holds in memory (the manifest and the paper records); `render_site`
 reads the same from an already-written site, so a site can be re-rendered without re-embedding. Pages
 are jinja2 templates with autoescape on: titles, abstracts and notes come from arXiv and the reading
 list and are treated as untrusted. Every internal link starts with the site's `base_url`, so a site
