@@ -3,7 +3,6 @@
 
 /** @typedef {import("./protocol.js").FromEncoder} FromEncoder */
 /** @typedef {import("./protocol.js").ToEncoder} ToEncoder */
-/** @typedef {import("./protocol.js").PyProxy} PyProxy */
 
 // The latest query vectors, by the token ids the encoder read: a query searched again (submitted after
 // the search-as-you-type, "More results", another filter or mode, Ask on the same text) skips the encoder,
