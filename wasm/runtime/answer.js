@@ -12,7 +12,11 @@ import { absUrl, bibtex, pdfUrl } from "./citation.js";
 import MarkdownIt from "./markdown-it.mjs";
 
 /** @typedef {import("./protocol.js").Citation} Citation */
-/** @typedef {import("./protocol.js").Source} Source */
+/** What a render with citations hands markdown-it's rules: each citation's text as written, and its drawing.
+ * @typedef {{raw: string[], drawCitation: (n: number) => string}} CitationEnv */
+/** @typedef {import("./protocol.js").AskCitation} AskCitation */
+/** @typedef {import("./protocol.js").AskSource} AskSource */
+/** @typedef {{arxiv_id: string, source: AskSource | undefined, pages: Set<number>, verified: number, total: number}} CitedPaper */
 
 const OPEN = "\uE000"; // placeholder: OPEN + index + CLOSE (citation) or UNCITED + index + CLOSE
 const UNCITED = "\uE002";
@@ -21,22 +25,28 @@ const PLACEHOLDER = /([\uE000\uE002])(\d+)\uE001/g;
 const SAFE_URL = /^https?:\/\//i;
 const FORGEABLE = /[\uE000-\uE002\u2713\u2714\u2705\u2611\u2612\u2717\u2718\u274C\u274E\u2715\u2716\u{1F5F8}]/gu;
 
-/** The model's text with placeholders and verdict marks replaced by U+FFFD, code point for code point. */
+/** The model's text with placeholders and verdict marks replaced by U+FFFD, code point for code point.
+ * @param {string} text */
 function untrusted(text) {
   return String(text).replace(FORGEABLE, "\uFFFD");
 }
 
+/** @param {Citation} citation */
 export function reasonText(citation) {
   return citation.reason || citation.status || "could not be checked";
 }
 
+/** @param {Citation} citation */
 function citedPages(citation) {
   if (!citation.page) return "(no page)";
   return citation.page_end && citation.page_end !== citation.page ? `pp.${citation.page}-${citation.page_end}` : `p.${citation.page}`;
 }
 
+/** @param {string} text */
 function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  /** @type {{[c: string]: string}} */
+  const entities = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  return String(text).replace(/[&<>"']/g, (c) => entities[c]);
 }
 
 function makeMarkdown() {
@@ -53,15 +63,17 @@ function makeMarkdown() {
     md.renderer.rules[rule] = (tokens, i, options, env, self) => {
       const style = tokens[i].attrGet("style");
       if (style) {
-        tokens[i].attrs = tokens[i].attrs.filter(([name]) => name !== "style");
-        const align = /text-align:(left|right|center)/.exec(style);
+        tokens[i].attrs = (tokens[i].attrs ?? []).filter(([name]) => name !== "style");
+        const align = /text-align:(left|right|center)/.exec(String(style));
         if (align) tokens[i].attrSet("class", `align-${align[1]}`);
       }
       return self.renderToken(tokens, i, options);
     };
   }
   md.core.ruler.push("citations", (state) => {
-    const restore = (text) => text.replace(PLACEHOLDER, (_, kind, n) => (kind === OPEN ? state.env.raw[n] : ""));
+    const env = /** @type {CitationEnv} */ (state.env); // a plain render's has no raw, and no placeholders
+    /** @param {string} text */
+    const restore = (text) => text.replace(PLACEHOLDER, (_, kind, n) => (kind === OPEN ? env.raw[n] : ""));
     for (const token of state.tokens) {
       if (token.type === "fence" || token.type === "code_block") token.content = restore(token.content);
       if (token.type !== "inline" || !token.children) continue;
@@ -85,12 +97,14 @@ function makeMarkdown() {
       token.children = children;
     }
   });
-  md.renderer.rules.citation = (tokens, i, options, env) => env.drawCitation(tokens[i].meta.index);
+  md.renderer.rules.citation = (tokens, i, options, env) =>
+    /** @type {CitationEnv} */ (env).drawCitation(/** @type {{index: number}} */ (tokens[i].meta).index);
   md.renderer.rules.uncited = () =>
     '<span class="uncited-mark" title="This sentence cites no source">(no citation)</span>';
   return md;
 }
 
+/** @param {import("markdown-it").StateCore} state @param {string} content */
 function textToken(state, content) {
   const token = new state.Token("text", "", 0);
   token.content = content;
@@ -99,7 +113,8 @@ function textToken(state, content) {
 
 const markdown = makeMarkdown();
 
-/** Plain Markdown to HTML, for the text while it streams (citations not yet checked show as written). */
+/** Plain Markdown to HTML, for the text while it streams (citations not yet checked show as written).
+ * @param {string} text */
 export function renderPlain(text) {
   return markdown.render(untrusted(text));
 }
@@ -108,6 +123,8 @@ export function renderPlain(text) {
  * The answer as HTML with each citation drawn from its finding and each uncited sentence marked.
  * citations: the verifier's list, each with `start`/`end` (code-point offsets into `text`);
  * uncited: [{start, end}] sentences that cite nothing; sourceId(citation): the card's element id or null.
+ * @param {string} text @param {Citation[]} citations @param {Array<{start: number, end: number}>} uncited
+ * @param {(citation: Citation) => string | null} sourceId
  */
 export function renderVerified(text, citations, uncited, sourceId) {
   const chars = [...untrusted(text)];
@@ -117,10 +134,12 @@ export function renderVerified(text, citations, uncited, sourceId) {
   ].sort((a, b) => b.start - a.start || b.end - a.end);
   const raw = citations.map((c) => chars.slice(c.start, c.end).join(""));
   for (const cut of cuts) chars.splice(cut.start, cut.end - cut.start, cut.insert);
+  /** @type {CitationEnv} */
   const env = { raw, drawCitation: (n) => drawCitation(citations[n], sourceId(citations[n])) };
   return markdown.render(chars.join(""), env);
 }
 
+/** @param {Citation} citation @param {string | null} sourceId */
 function drawCitation(citation, sourceId) {
   const label = escapeHtml(`arXiv:${citation.arxiv_id} ${citedPages(citation)}`);
   const pdf = pdfUrl(citation.arxiv_id, citation.found_page ?? (citation.page || 1));
@@ -140,6 +159,7 @@ function drawCitation(citation, sourceId) {
   );
 }
 
+/** @param {Citation[]} citations */
 export function summaryLine(citations) {
   const verified = citations.filter((c) => c.verified).length;
   if (!citations.length) return "The answer cites no sources: nothing in it is verified.";
@@ -148,12 +168,14 @@ export function summaryLine(citations) {
 
 // --- exports -----------------------------------------------------------------------------------------
 
+/** @param {AskCitation[]} citations @param {AskSource[]} sources @returns {CitedPaper[]} */
 function citedPapers(citations, sources) {
+  /** @type {Map<string, CitedPaper>} */
   const byId = new Map();
   for (const citation of citations) {
     const source = sources.find((s) => s.arxiv_id === citation.arxiv_id);
-    if (!byId.has(citation.arxiv_id)) byId.set(citation.arxiv_id, { arxiv_id: citation.arxiv_id, source, pages: new Set(), verified: 0, total: 0 });
-    const paper = byId.get(citation.arxiv_id);
+    let paper = byId.get(citation.arxiv_id);
+    if (!paper) byId.set(citation.arxiv_id, (paper = { arxiv_id: citation.arxiv_id, source, pages: new Set(), verified: 0, total: 0 }));
     if (citation.page) paper.pages.add(citation.page);
     paper.total += 1;
     if (citation.verified) paper.verified += 1;
@@ -161,6 +183,7 @@ function citedPapers(citations, sources) {
   return [...byId.values()];
 }
 
+/** @param {{question: string, answer: string, citations: AskCitation[], sources: AskSource[], summary: string}} turn */
 export function answerMarkdown({ question, answer, citations, sources, summary }) {
   const lines = [`# ${question}`, "", answer.trim(), "", "## References", ""];
   for (const paper of citedPapers(citations, sources)) {
@@ -174,10 +197,11 @@ export function answerMarkdown({ question, answer, citations, sources, summary }
 }
 
 /** A .bib file of the cited papers that are among the sources, keyed by arXiv id (unique in one file);
- * empty when the answer cites none of them. */
+ * empty when the answer cites none of them. @param {{citations: AskCitation[], sources: AskSource[]}} turn */
 export function citedBibtex({ citations, sources }) {
-  const entries = citedPapers(citations, sources)
-    .filter((paper) => paper.source) // not among the sources: nothing known about it
-    .map((paper) => bibtex(paper.source, { key: `arxiv${paper.arxiv_id.replace(/[^0-9A-Za-z]/g, "")}` }));
+  const entries = citedPapers(citations, sources).flatMap(({ source, arxiv_id }) =>
+    // not among the sources: nothing known about it
+    source ? [bibtex(source, { key: `arxiv${arxiv_id.replace(/[^0-9A-Za-z]/g, "")}` })] : [],
+  );
   return entries.join("\n\n") + (entries.length ? "\n" : "");
 }

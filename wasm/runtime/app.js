@@ -2,7 +2,7 @@
 // runs the search form: searches as the visitor types, keeps the URL and history in step (router.js),
 // draws results (results_view.js) and says how loading goes. Ask mode (ask.js) loads beside it.
 
-import { element } from "./dom.js";
+import { byId, element } from "./dom.js";
 import { Router, currentParams, currentUrl, filtersOf, saveView, savedView } from "./router.js";
 import { ResultsView, drawnReply } from "./results_view.js";
 import { RESULTS_K, SearchClient } from "./search_client.js";
@@ -13,7 +13,7 @@ import { RESULTS_K, SearchClient } from "./search_client.js";
 const TYPING_DELAY_MS = 250;
 
 /** @type {AppConfig} */
-const config = JSON.parse(document.getElementById("app-config").textContent);
+const config = JSON.parse(byId("app-config").textContent);
 const client = new SearchClient(config);
 const state = client.state;
 
@@ -38,7 +38,7 @@ Object.assign(window, { readingRoom });
 
 // --- the form --------------------------------------------------------------------------------------------
 
-const $ = (id) => document.getElementById(id);
+const $ = byId;
 const form = /** @type {HTMLFormElement} */ ($("search-form"));
 const input = /** @type {HTMLInputElement} */ ($("q"));
 const fields = Object.fromEntries(
@@ -49,6 +49,7 @@ const fields = Object.fromEntries(
 const statusLine = $("status");
 const notice = $("notice");
 const router = new Router(input, fields);
+/** @type {ResultsView} */
 const view = new ResultsView({
   results: $("results"),
   base: config.base,
@@ -75,15 +76,17 @@ optionsToggle.addEventListener("click", () => {
   const open = form.classList.toggle("options-open");
   optionsToggle.setAttribute("aria-expanded", String(open));
 });
-form.querySelector(".filters").id = "search-options";
-form.querySelector(".filters").before(optionsToggle);
+const filters = /** @type {HTMLElement} */ (form.querySelector(".filters")); // the template's
+filters.id = "search-options";
+filters.before(optionsToggle);
 
 // --- searching -------------------------------------------------------------------------------------------
 
 let latest = 0;
 let movedOn = false; // the reader scrolled or went into the results drawn last (see upgradeToHybrid)
 
-/** Search for the query of `params` and draw its reply, unless a later search has started meanwhile. */
+/** Search for the query of `params` and draw its reply, unless a later search has started meanwhile.
+ * @param {URLSearchParams} params @param {number} [k] @returns {Promise<void>} */
 async function runSearch(params, k = RESULTS_K) {
   const query = params.get("q") || "";
   const mine = ++latest;
@@ -104,7 +107,7 @@ async function runSearch(params, k = RESULTS_K) {
     drawFilterNote(params);
     saveView({ url: currentUrl(), drawn, scrollY: 0 });
   } catch (error) {
-    if (mine === latest) view.clear(error.message, "message error");
+    if (mine === latest) view.clear(/** @type {Error} */ (error).message, "message error");
   } finally {
     if (mine === latest) results.setAttribute("aria-busy", "false");
   }
@@ -136,6 +139,7 @@ function search(how) {
   return runSearch(router.record(how));
 }
 
+/** @type {ReturnType<typeof setTimeout> | undefined} */
 let typingTimer;
 input.addEventListener("input", () => {
   clearTimeout(typingTimer);
@@ -149,7 +153,8 @@ form.addEventListener("submit", (event) => {
 });
 for (const field of Object.values(fields)) field.addEventListener("change", () => search("filter"));
 
-/** Draw the results this history entry saved, at the reader's scroll position; false when it has none. */
+/** Draw the results this history entry saved, at the reader's scroll position; false when it has none.
+ * @param {unknown} entry history.state */
 function restore(entry) {
   const saved = savedView(entry);
   if (!saved) return false;
@@ -165,6 +170,7 @@ window.addEventListener("popstate", (event) => {
   router.applyParams(params);
   if (!restore(event.state)) runSearch(params);
 });
+/** @type {ReturnType<typeof setTimeout> | undefined} */
 let scrollTimer;
 window.addEventListener("scroll", () => {
   clearTimeout(scrollTimer);
@@ -186,7 +192,8 @@ document.addEventListener("keydown", (event) => {
 
 // --- status and the semantic upgrade ---------------------------------------------------------------------
 
-const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+const megabytes = (/** @type {number} */ bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+/** @type {number | null} */
 let startupBytes = null;
 
 function statusText() {

@@ -7,62 +7,30 @@
 
 import { answerMarkdown, citedBibtex } from "./answer.js";
 import { Turn, countdownButton } from "./ask_turn.js";
-import { button, element, saveFile } from "./dom.js";
-import { addressSpace, contextWindow, modelNames } from "./local_server.js";
-import { DEFAULT_MAX_TOKENS, ProviderError, resolvePreset, streamAnswer } from "./providers.js";
-import { DEFAULT_BUDGET, LlmSettings, clampBudget, clampMaxTokens, contextOrNull } from "./settings.js";
+import { button, byId, element, saveFile } from "./dom.js";
+import { ProviderError, streamAnswer } from "./providers.js";
+import { LlmSettings, providerFromOptions, withServerFacts } from "./settings.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Status} Status */
 /** @typedef {import("./search_client.js").SearchClient["request"]} Request */
+/** @typedef {import("./settings.js").Provider} Provider */
+/** @typedef {import("./providers.js").ChatPrompt} ChatPrompt */
 
 const AUTO_RETRY_MAX_S = 10; // a 429 asking for a wait this short is retried once by itself
 const RETRIABLE = new Set(["rate_limit", "dropped", "aborted", "network", "local_access", "server", "provider"]);
 const TOO_LONG = new Set(["empty", "context_too_long"]); // retried with a smaller budget
 const CONTINUE = "Continue the answer exactly where it stopped, without repeating it, citing every claim as before.";
-const $ = (id) => document.getElementById(id);
+const $ = byId;
 
-function providerFromOptions(options, settings) {
-  if (!options || !options.provider) return settings.current();
-  const preset = resolvePreset(options.provider);
-  return {
-    provider: preset.name,
-    api: preset.api,
-    base_url: options.base_url || preset.base_url,
-    model: options.model || preset.model,
-    key: options.key || "",
-    budget: clampBudget(options.budget ?? DEFAULT_BUDGET),
-    context: contextOrNull(options.context ?? ""),
-    max_tokens: clampMaxTokens(options.max_tokens ?? DEFAULT_MAX_TOKENS),
-  };
-}
-
-/** Whether the provider is a local server's preset on this computer or network (asked for its window and
- * models); another endpoint is asked nothing but the answer. */
-function isLocal(provider) {
-  try {
-    const preset = resolvePreset(provider.provider || "custom");
-    return Boolean(preset.local) && provider.api === "openai" && addressSpace(provider.base_url) !== "public";
-  } catch {
-    return false; // not a URL, or no such preset: the request itself will say so
-  }
-}
-
-/** The provider with a local server's first listed model and its reported context window filled in. */
-async function withServerFacts(provider) {
-  if (!isLocal(provider)) return provider;
-  const model = provider.model || (await modelNames(provider.base_url))[0] || "";
-  const reported = provider.context ? null : await contextWindow({ base_url: provider.base_url, model });
-  const contextSource = provider.contextSource || (reported ? `the server's ${reported.source}` : "the settings");
-  return { ...provider, model, context: provider.context || reported?.tokens || null, contextSource };
-}
-
-/** The window to fit a retry into after a refusal for length (readingroom_core.tokens.smaller_window). */
+/** The window to fit a retry into after a refusal for length (readingroom_core.tokens.smaller_window).
+ * @param {number} promptTokens @param {number} answerTokens */
 function smallerWindow(promptTokens, answerTokens) {
   return Math.max(512, Math.min(2048, Math.floor((promptTokens + answerTokens) / 2)));
 }
 
-/** Wait `seconds`, telling `onTick` each second left; rejects when `signal` aborts. */
+/** Wait `seconds`, telling `onTick` each second left; rejects when `signal` aborts.
+ * @param {number} seconds @param {AbortSignal} signal @param {(left: number) => void} onTick @returns {Promise<void>} */
 function waitSeconds(seconds, signal, onTick) {
   return new Promise((resolve, reject) => {
     let left = seconds;
@@ -94,7 +62,8 @@ class AskMode {
     /** @type {Turn[]} */
     this.turns = [];
     this.turnCount = 0; // turn ids stay unique across "New thread"
-    this.active = null; // {controller} of the stream (or wait) in progress
+    /** @type {{controller: AbortController} | null} the stream (or wait) in progress */
+    this.active = null;
     this.noticeWasHidden = true;
   }
 
@@ -113,6 +82,7 @@ class AskMode {
     this.modeButtons.ask.setAttribute("aria-pressed", String(asking));
   }
 
+  /** @param {string} question */
   recordUrl(question) {
     const params = new URLSearchParams();
     params.set("ask", question);
@@ -135,7 +105,7 @@ class AskMode {
     window.addEventListener("popstate", () => {
       const params = new URLSearchParams(location.search);
       this.setMode(params.has("ask") ? "ask" : "search");
-      if (params.has("ask")) this.input.value = params.get("ask");
+      if (params.has("ask")) this.input.value = String(params.get("ask"));
     });
     const form = /** @type {HTMLFormElement} */ ($("ask-form"));
     form.addEventListener("submit", (event) => {
@@ -242,9 +212,10 @@ class AskMode {
 
   /**
    * The answer streamed into `turn` (after `prefix`, when continuing one); resolves with the error that
-   * ended it, or null. @param {Turn} turn
+   * ended it, or null. @param {Turn} turn @param {Provider} provider @param {ChatPrompt} prompt @param {string} [prefix]
+   * @returns {Promise<ProviderError | null>}
    */
-  async streamTurn(turn, provider, prompt = turn.prompt, prefix = "") {
+  async streamTurn(turn, provider, prompt, prefix = "") {
     const started = performance.now();
     const settings = { ...provider, max_tokens: turn.answerCap || provider.max_tokens };
     turn.stopReason = "";
@@ -267,11 +238,13 @@ class AskMode {
         }));
         return null;
       } catch (caught) {
-        const error = caught instanceof ProviderError ? caught : new ProviderError("provider", String(caught?.message || caught));
+        const described = /** @type {{message?: unknown} | null | undefined} */ (caught)?.message;
+        const error = caught instanceof ProviderError ? caught : new ProviderError("provider", String(described || caught));
         turn.answer = prefix + (error.partial ?? "");
-        const shortWait = error.kind === "rate_limit" && error.retryAfter !== null && error.retryAfter <= AUTO_RETRY_MAX_S;
-        if (!(shortWait && attempt === 0 && !turn.answer)) return error;
-        const stopped = await this.waitToRetry(turn, error.retryAfter, controller.signal);
+        const { retryAfter } = error;
+        const shortWait = error.kind === "rate_limit" && retryAfter !== null && retryAfter <= AUTO_RETRY_MAX_S;
+        if (!(shortWait && attempt === 0 && !turn.answer) || retryAfter === null) return error; // null: not shortWait
+        const stopped = await this.waitToRetry(turn, retryAfter, controller.signal);
         if (stopped) return stopped;
       } finally {
         waiting.stop();
@@ -282,7 +255,8 @@ class AskMode {
     }
   }
 
-  /** The provider's requested wait, counted down on the turn; resolves with the error if stopped, or null. */
+  /** The provider's requested wait, counted down on the turn; resolves with the error if stopped, or null.
+   * @param {Turn} turn @param {number} seconds @param {AbortSignal} signal @returns {Promise<ProviderError | null>} */
   async waitToRetry(turn, seconds, signal) {
     try {
       await waitSeconds(seconds, signal, (left) => {
@@ -290,16 +264,18 @@ class AskMode {
       });
       return null;
     } catch (stopped) {
-      return stopped;
+      return /** @type {ProviderError} waitSeconds's "aborted" */ (stopped);
     } finally {
       turn.summary.textContent = "";
     }
   }
 
-  /** @param {Turn} turn */
+  /** @param {Turn} turn @param {Provider} provider @param {string} [prefix] the answer so far, to continue */
   async answerTurn(turn, provider, prefix = "") {
     this.stop();
-    const prompt = prefix ? { ...turn.prompt, messages: [...turn.prompt.messages, { role: "assistant", content: prefix }, { role: "user", content: CONTINUE }] } : turn.prompt;
+    const asked = turn.prompt;
+    if (!asked) throw new Error("this turn has no prompt: its sources were not found"); // nothing offers to answer then
+    const prompt = prefix ? { ...asked, messages: [...asked.messages, { role: "assistant", content: prefix }, { role: "user", content: CONTINUE }] } : asked;
     Object.assign(turn, { verified: false, answer: prefix, citations: [], uncited: [] });
     if (!prefix) turn.body.replaceChildren();
     turn.summary.textContent = "";
@@ -327,7 +303,8 @@ class AskMode {
     return turn.result();
   }
 
-  /** The sources of `turn`'s question from the worker, drawn; throws (shown in the turn) when none came. */
+  /** The sources of `turn`'s question from the worker, drawn; throws (shown in the turn) when none came.
+   * @param {Turn} turn @param {Provider} provider */
   async findSources(turn, provider) {
     const started = performance.now();
     const history = this.turns.filter((t) => t !== turn && t.answer.trim()).map((t) => ({ question: t.question, answer: t.answer }));
@@ -344,7 +321,7 @@ class AskMode {
       Object.assign(turn, { sources: evidence.sources, pages: evidence.pages, prompt: evidence.prompt });
       Object.assign(turn, { promptTokens: evidence.prompt_tokens, answerCap: evidence.answer_tokens });
     } catch (error) {
-      turn.sourcesStatus.textContent = `Could not find sources: ${error.message}`;
+      turn.sourcesStatus.textContent = `Could not find sources: ${/** @type {Error} */ (error).message}`;
       turn.sourcesStatus.classList.add("error");
       turn.setState("failed");
       throw error;
@@ -360,6 +337,7 @@ class AskMode {
   // requireKey: the page's form (without a key, stop at the sources and offer the prompt);
   // fromLink: a question from ?ask= in the URL, which a link's author chose: the sources are found, but
   // nothing goes to the provider (nor spends the visitor's tokens) until the visitor asks for it.
+  /** @param {string} question @param {Provider} provider @param {{requireKey: boolean, fromLink?: boolean}} how */
   async runTurn(question, provider, { requireKey, fromLink = false }) {
     this.stop();
     this.setMode("ask");
@@ -389,7 +367,7 @@ class AskMode {
     return this.answerTurn(turn, fitted);
   }
 
-  /** The turn's sources found again under a smaller budget, then answered. @param {Turn} turn */
+  /** The turn's sources found again under a smaller budget, then answered. @param {Turn} turn @param {Provider} provider */
   async retrySmaller(turn, provider) {
     this.stop();
     turn.sourceList.replaceChildren();
@@ -398,20 +376,23 @@ class AskMode {
     return this.answerTurn(turn, provider);
   }
 
-  /** The cut answer continued: the model is shown what it wrote and asked to go on. @param {Turn} turn */
+  /** The cut answer continued: the model is shown what it wrote and asked to go on.
+   * @param {Turn} turn @param {Provider} provider */
   continueTurn(turn, provider) {
     return this.answerTurn(turn, provider, turn.answer);
   }
 }
 
-/** Start Ask mode on the search page; returns what readingRoom.ask drives. */
+/** Start Ask mode on the search page; returns what readingRoom.ask drives.
+ * @param {ConstructorParameters<typeof AskMode>[0]} options
+ * @returns {{ask: import("./protocol.js").ReadingRoom["ask"], stop: () => void}} */
 export function startAsk(options) {
   const mode = new AskMode(options);
   mode.bindControls();
   const initial = new URLSearchParams(location.search);
   if (initial.has("ask")) {
     mode.setMode("ask");
-    mode.input.value = initial.get("ask");
+    mode.input.value = String(initial.get("ask"));
     const question = mode.input.value.trim();
     if (question) mode.runTurn(question, mode.settings.current(), { requireKey: true, fromLink: true }).catch(() => {});
   }

@@ -8,6 +8,7 @@ import { element, link } from "./dom.js";
 
 /** @typedef {import("./protocol.js").Source} Source */
 /** @typedef {import("./protocol.js").Citation} Citation */
+/** @typedef {{kind: string, message: string, retryAfter?: number | null}} TurnError what ended the answer (a ProviderError) */
 
 const DRAW_INTERVAL_MS = 80; // redraw the streaming answer at most this often…
 const DRAW_SHARE = 4; // …and wait at least this many times the last redraw's time, so drawing a long
@@ -16,6 +17,7 @@ export const SHOWN_CHARS = 200_000; // a longer answer is cut: drawn, checked an
 
 /** @param {Array<[number, number]>} ranges the quotes' [start, end) runs in a passage @returns overlaps merged */
 function mergedRanges(ranges) {
+  /** @type {Array<[number, number]>} */
   const merged = [];
   for (const range of [...ranges].sort((a, b) => a[0] - b[0])) {
     const last = merged[merged.length - 1];
@@ -36,29 +38,41 @@ export class Turn {
     this.question = question;
     /** @type {Source[]} */
     this.sources = [];
-    this.pages = null; // the cited pages' full text, which verification reads
-    /** @type {{text: string, system: string, messages: object[]} | null} */
+    /** @type {import("./protocol.js").PageTexts | null} the cited pages' full text, which verification reads */
+    this.pages = null;
+    /** @type {import("./protocol.js").Prompt | null} */
     this.prompt = null;
     this.answerText = "";
     this.fullLength = 0; // the answer's length before it was cut to SHOWN_CHARS
+    /** @type {string | null} */
     this.drawnText = null;
     this.drawCost = 0;
     /** @type {Citation[]} */
     this.citations = [];
+    /** @type {import("./protocol.js").Uncited[]} */
     this.uncited = [];
     this.summaryText = "";
     this.verified = false;
-    /** @type {{kind: string, message: string, retryAfter?: number | null} | null} */
+    /** @type {TurnError | null} */
     this.error = null;
     this.promptTokens = 0; // the prompt's estimated tokens, as the evidence counted them
     this.answerCap = 0; // the answer cap sent: the room left for it in the model's context window
     this.stopReason = ""; // why the model stopped: "length" when it reached answerCap
+    /** @type {import("./protocol.js").AskTimings} */
     this.timings = {};
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this.drawTimer = null;
     this.article = element("article", "turn");
     this.article.id = this.id;
     this.article.setAttribute("aria-labelledby", `${this.id}-q`);
     this.setState("finding");
+    // The parts drawSourcesBox and drawAnswerBox lay out.
+    this.sourcesStatus = element("p", "turn-status", "Finding sources…");
+    this.sourceList = element("ol", "source-list");
+    this.body = element("div", "answer-body");
+    this.summary = element("p", "citation-summary");
+    this.errorLine = element("p", "answer-error");
+    this.tools = element("p", "answer-tools");
     const heading = element("h3", "turn-question", question);
     heading.id = `${this.id}-q`;
     this.check = makeCheckForm(this);
@@ -82,11 +96,11 @@ export class Turn {
   /** A visible note when the answer was cut, or null. */
   cutNote() {
     if (this.fullLength <= SHOWN_CHARS) return null;
-    const count = (n) => n.toLocaleString("en");
+    const count = (/** @type {number} */ n) => n.toLocaleString("en");
     return element("p", "answer-cut", `Answer cut to its first ${count(this.answerText.length)} of ${count(this.fullLength)} characters: only these are shown and checked.`);
   }
 
-  /** finding, answering, ready, done, checked, failed or no-key (for tests and styles) */
+  /** finding, answering, ready, done, checked, failed or no-key (for tests and styles) @param {string} state */
   setState(state) {
     this.article.dataset.state = state;
   }
@@ -94,9 +108,7 @@ export class Turn {
   drawSourcesBox() {
     const sources = element("section", "sources");
     sources.setAttribute("aria-label", "Sources");
-    this.sourcesStatus = element("p", "turn-status", "Finding sources…");
     this.sourcesStatus.setAttribute("role", "status");
-    this.sourceList = element("ol", "source-list");
     sources.append(element("h4", null, "Sources"), this.sourcesStatus, this.sourceList);
     return sources;
   }
@@ -104,13 +116,9 @@ export class Turn {
   drawAnswerBox() {
     const answer = element("section", "answer");
     answer.setAttribute("aria-label", "Answer");
-    this.body = element("div", "answer-body");
-    this.summary = element("p", "citation-summary");
     this.summary.setAttribute("role", "status");
-    this.errorLine = element("p", "answer-error");
     this.errorLine.setAttribute("role", "alert");
     this.errorLine.hidden = true;
-    this.tools = element("p", "answer-tools");
     answer.append(element("h4", null, "Answer"), this.body, this.summary, this.errorLine, this.tools, this.check);
     return answer;
   }
@@ -140,7 +148,8 @@ export class Turn {
       : "No passages match this question; the model would have nothing to cite. Try other words.";
   }
 
-  /** The index of the card a citation was checked against (the verifier's 1-based source), or -1. */
+  /** The index of the card a citation was checked against (the verifier's 1-based source), or -1.
+   * @param {Citation} citation */
   static sourceIndexOf(citation) {
     return citation.source ? citation.source - 1 : -1;
   }
@@ -151,14 +160,15 @@ export class Turn {
       const cited = this.citations.filter((c) => c.verified && Turn.sourceIndexOf(c) === n);
       const chars = [...source.text];
       let at = 0;
+      /** @type {Array<string | HTMLElement>} */
       const runs = [];
-      for (const [start, end] of mergedRanges(cited.filter((c) => c.highlight).map((c) => c.highlight))) {
+      for (const [start, end] of mergedRanges(cited.flatMap((c) => (c.highlight ? [c.highlight] : [])))) {
         runs.push(chars.slice(at, start).join(""), element("mark", "quote", chars.slice(start, end).join("")));
         at = end;
       }
       runs.push(chars.slice(at).join(""));
       const card = this.sourceList.children[n];
-      card.querySelector(".source-text").replaceChildren(...runs);
+      /** @type {Element} drawSources wrote it */ (card.querySelector(".source-text")).replaceChildren(...runs);
       card.classList.toggle("cited", cited.length > 0);
     });
   }
@@ -181,10 +191,10 @@ export class Turn {
 
   /** The checked answer: each citation drawn from its finding and linked to its card. */
   drawVerified() {
-    clearTimeout(this.drawTimer);
+    clearTimeout(this.drawTimer ?? undefined);
     this.drawTimer = null;
     this.verified = true;
-    const sourceId = (citation) => {
+    const sourceId = (/** @type {Citation} */ citation) => {
       const index = Turn.sourceIndexOf(citation);
       return index >= 0 ? `${this.id}-s${index + 1}` : null;
     };
@@ -199,7 +209,7 @@ export class Turn {
 
   /**
    * "Waiting for the model (N tokens sent, M s)" in the summary until `stop()`: a local model can read a
-   * prompt for a minute before its first word. @returns {{stop: () => void}}
+   * prompt for a minute before its first word. @param {number} tokens @returns {{stop: () => void}}
    */
   showWaiting(tokens) {
     const started = performance.now();
@@ -220,11 +230,12 @@ export class Turn {
     };
   }
 
-  /** A visible note that the answer reached its cap and ends there. */
+  /** A visible note that the answer reached its cap and ends there. @param {number} tokens */
   showCut(tokens) {
     this.body.append(element("p", "answer-cut", `Cut off at ${tokens.toLocaleString("en")} tokens: the answer reached its longest length. “Continue the answer” asks for the rest.`));
   }
 
+  /** @param {TurnError | null} error */
   showError(error) {
     this.error = error;
     this.errorLine.hidden = !error;
@@ -234,13 +245,15 @@ export class Turn {
 
   /** Copy the prompt; a refused clipboard shows it below the tools to copy by hand. @param {HTMLElement} target */
   async copyPrompt(target) {
+    if (!this.prompt) return; // offered only with one
+    const { text } = this.prompt;
     try {
-      await navigator.clipboard.writeText(this.prompt.text);
+      await navigator.clipboard.writeText(text);
       target.textContent = "Prompt copied";
     } catch {
       const box = element("textarea", "prompt-text");
       box.readOnly = true;
-      box.value = this.prompt.text;
+      box.value = text;
       box.setAttribute("aria-label", "The prompt with its sources");
       this.tools.after(box);
       box.select();
@@ -249,14 +262,15 @@ export class Turn {
     setTimeout(() => (target.textContent = "Copy prompt"), 2500);
   }
 
-  /** Open (or close again) the form to paste an answer into; `toggle` is the button that does it. */
+  /** Open (or close again) the form to paste an answer into; `toggle` is the button that does it.
+   * @param {HTMLElement} toggle */
   toggleCheck(toggle) {
     this.check.hidden = !this.check.hidden;
     toggle.setAttribute("aria-expanded", String(!this.check.hidden));
-    if (!this.check.hidden) this.check.querySelector("textarea").focus();
+    if (!this.check.hidden) /** @type {HTMLTextAreaElement} the form's */ (this.check.querySelector("textarea")).focus();
   }
 
-  /** What readingRoom.ask resolves to, and what the exports are made from. */
+  /** What readingRoom.ask resolves to, and what the exports are made from. @returns {import("./protocol.js").AskResult} */
   result() {
     return {
       question: this.question,
@@ -270,7 +284,8 @@ export class Turn {
   }
 }
 
-/** A button that stays disabled for `seconds`, counting down on its label. @param {HTMLButtonElement} node */
+/** A button that stays disabled for `seconds`, counting down on its label.
+ * @param {HTMLButtonElement} node @param {number} seconds */
 export function countdownButton(node, seconds) {
   const label = node.textContent;
   node.disabled = true;

@@ -18,7 +18,8 @@ export function pdfUrl(arxivId, page) {
   return `${ARXIV}/pdf/${arxivId}#page=${page}`;
 }
 
-/** The site's own page of a paper (builder/stages/render.py paper_dir: an old-style id's "/" becomes "_"). */
+/** The site's own page of a paper (builder/stages/render.py paper_dir: an old-style id's "/" becomes "_").
+ * @param {string} base @param {string} arxivId */
 export function paperPageUrl(base, arxivId) {
   return `${base}papers/${arxivId.replaceAll("/", "_")}/`;
 }
@@ -59,7 +60,7 @@ export function readableKey(paper) {
   return `${surname.normalize("NFKD").replace(/[^a-z0-9]/g, "")}${paper.year || ""}${word}`;
 }
 
-/** A field's text with what would break BibTeX or LaTeX taken out or escaped. */
+/** A field's text with what would break BibTeX or LaTeX taken out or escaped. @param {string} text */
 function bibtexValue(text) {
   return String(text).replace(/[{}\\]/g, "").replace(/([%&$#_])/g, "\\$1").replace(/\s+/g, " ").trim();
 }

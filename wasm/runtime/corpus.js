@@ -1,11 +1,12 @@
 // The corpus table: filter by text, year, category and tag (also from ?q=&year=&cat=&tag=), sort by column;
 // and the map of the list (paper_map.js), dimmed by the same filters, lighting up ?on=id,id (search results).
 
+import { byId } from "./dom.js";
 import { PaperMap } from "./paper_map.js";
 
 const table = /** @type {HTMLTableElement} */ (document.getElementById("corpus-table"));
 const body = table.tBodies[0];
-const shown = document.getElementById("corpus-shown");
+const shown = byId("corpus-shown");
 /** @type {{[param: string]: HTMLInputElement | HTMLSelectElement}} */
 const controls = {
   q: /** @type {HTMLInputElement} */ (document.getElementById("corpus-text")),
@@ -15,10 +16,12 @@ const controls = {
 };
 
 // Words, not exact text: "retrieval augmented" finds "Retrieval-Augmented", in any order.
+/** @param {string} text */
 function words(text) {
   return text.toLowerCase().replace(/[^\p{L}\p{N}.]+/gu, " ").trim().split(" ").filter(Boolean);
 }
 
+/** @param {HTMLTableRowElement} row */
 function matches(row) {
   const wanted = words(controls.q.value);
   const { title, authors, arxivId, year, categories, tags } = row.dataset;
@@ -26,8 +29,8 @@ function matches(row) {
   if (wanted.some((word) => !haystack.includes(` ${word}`))) return false;
   if (controls.year.value && year !== controls.year.value) return false;
   // JSON lists, since a tag may hold spaces ("deep learning")
-  if (controls.cat.value && !JSON.parse(categories).includes(controls.cat.value)) return false;
-  return !controls.tag.value || JSON.parse(tags).includes(controls.tag.value);
+  if (controls.cat.value && !JSON.parse(String(categories)).includes(controls.cat.value)) return false;
+  return !controls.tag.value || JSON.parse(String(tags)).includes(controls.tag.value);
 }
 
 /** @type {PaperMap | null} */
@@ -52,12 +55,13 @@ function startMap() {
   if (!source) return null;
   const rows = new Map([...body.rows].map((row) => [row.dataset.arxivId, row]));
   const drawn = new PaperMap({
-    canvas: document.getElementById("map-canvas"),
-    label: document.getElementById("map-label"),
-    legend: document.getElementById("map-legend"),
+    canvas: byId("map-canvas"),
+    label: byId("map-label"),
+    legend: byId("map-legend"),
     data: JSON.parse(source.textContent),
     paper(id) {
-      const anchor = rows.get(id).querySelector("a");
+      const anchor = rows.get(id)?.querySelector("a");
+      if (!anchor) throw new Error(`the corpus table has no link to ${id}`);
       return { title: anchor.textContent, href: anchor.href };
     },
   });
@@ -69,7 +73,7 @@ function startMap() {
   const lit = (new URLSearchParams(location.search).get("on") || "").split(",").filter(Boolean);
   if (lit.length) {
     const count = drawn.light(new Set(lit));
-    document.getElementById("map-label").textContent = `${count} papers from your search are lit up.`;
+    byId("map-label").textContent = `${count} papers from your search are lit up.`;
   }
   return drawn;
 }
@@ -84,13 +88,16 @@ function recordFilters() {
   history.replaceState(null, "", `${location.pathname}${query ? "?" + query : ""}`);
 }
 
+/** @param {HTMLButtonElement} button one of the table head's ("th button") */
 function sortBy(button) {
-  const header = button.closest("th");
+  const header = /** @type {HTMLTableCellElement} */ (button.closest("th"));
+  const head = /** @type {HTMLTableSectionElement} */ (table.tHead);
   const descending = header.getAttribute("aria-sort") === "ascending"; // a first click sorts A to Z
-  for (const th of table.tHead.rows[0].cells) if (th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");
+  for (const th of head.rows[0].cells) if (th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");
   header.setAttribute("aria-sort", descending ? "descending" : "ascending");
-  const key = button.dataset.sort;
-  const value = (row) => ("numeric" in button.dataset ? Number(row.dataset[key]) || 0 : row.dataset[key]);
+  const key = button.dataset.sort ?? "";
+  /** @param {HTMLTableRowElement} row */
+  const value = (row) => ("numeric" in button.dataset ? Number(row.dataset[key]) || 0 : row.dataset[key] ?? "");
   const rows = [...body.rows].sort((a, b) => {
     const order = value(a) < value(b) ? -1 : value(a) > value(b) ? 1 : 0;
     return descending ? -order : order;
@@ -109,7 +116,8 @@ for (const [name, control] of Object.entries(controls)) {
     recordFilters();
   });
 }
-document.getElementById("corpus-filters").addEventListener("submit", (event) => event.preventDefault());
-for (const button of table.querySelectorAll("th button")) button.addEventListener("click", () => sortBy(button));
+byId("corpus-filters").addEventListener("submit", (event) => event.preventDefault());
+const sortButtons = /** @type {NodeListOf<HTMLButtonElement>} */ (table.querySelectorAll("th button"));
+for (const button of sortButtons) button.addEventListener("click", () => sortBy(button));
 map = startMap();
 applyFilters();

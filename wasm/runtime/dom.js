@@ -2,6 +2,17 @@
 // goes in as textContent, never as markup.
 
 /**
+ * The page's element of this id, which the build's templates write: without it the page is broken.
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+export function byId(id) {
+  const node = document.getElementById(id);
+  if (!node) throw new Error(`the page has no #${id}`);
+  return node;
+}
+
+/**
  * @template {keyof HTMLElementTagNameMap} T
  * @param {T} tag
  * @param {string | null} [className]
@@ -30,7 +41,8 @@ export function button(text, onClick, className) {
   return node;
 }
 
-/** Copy `text`, saying so on `target` for two seconds; a refused clipboard shows the text to copy by hand. */
+/** Copy `text`, saying so on `target` for two seconds; a refused clipboard shows the text to copy by hand.
+ * @param {string} text @param {HTMLElement} target */
 export async function copyText(text, target) {
   const label = target.textContent;
   try {
@@ -42,7 +54,8 @@ export async function copyText(text, target) {
   setTimeout(() => (target.textContent = label), 2000);
 }
 
-/** Save `text` as a file named `name` (a download the browser asks about or just does). */
+/** Save `text` as a file named `name` (a download the browser asks about or just does).
+ * @param {string} name @param {string} type its MIME type @param {string} text */
 export function saveFile(name, type, text) {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const anchor = element("a");

@@ -12,22 +12,32 @@ import { Checksums, Progress, fetchBytes, loadManifest } from "./download.js";
 /** @typedef {import("./protocol.js").ToEncoder} ToEncoder */
 /** @typedef {import("./protocol.js").FromEncoder} FromEncoder */
 /** @typedef {import("./protocol.js").EncoderProgressMessage} EncoderProgressMessage */
+/** @typedef {import("./protocol.js").AppConfig} AppConfig */
+/** @typedef {typeof import("onnxruntime-web")} Ort */
 
-const timeline = {}; // step -> epoch ms, as worker.js keeps it
+/** @type {import("./protocol.js").Timeline} step -> epoch ms, as worker.js keeps it */
+const timeline = {};
 // An ONNX model of one Identity node (float [1] -> float [1], opset 17), as onnx.helper writes it.
 const RUNTIME_STARTER = Uint8Array.from(
   atob("CAg6NwoQCgF4EgF5IghJZGVudGl0eRIBdFoPCgF4EgoKCAgBEgQKAggBYg8KAXkSCgoICAESBAoCCAFCBAoAEBE="),
   (char) => char.charCodeAt(0),
 );
+/** @type {AppConfig} set by the page's "init", the first message */
 let config;
+/** @type {MessagePort} to the search worker, from "init" */
 let port;
-let ortModule; // imported as soon as the worker has its config
+/** @type {Promise<Ort>} imported as soon as the worker has its config */
+let ortModule;
+/** @type {Ort} */
 let ort;
+/** @type {import("onnxruntime-web").InferenceSession} */
 let session;
-let started = null; // the start-up, begun when the first "go" says
-let goTimer; // a "go" that waits
-let allowSession;
-const sessionAllowed = new Promise((resolve) => (allowSession = resolve)); // at "session"
+/** @type {Promise<number> | null} the start-up (its checksums' ms), begun when the first "go" says */
+let started = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} a "go" that waits */
+let goTimer;
+/** @type {PromiseWithResolvers<void>} resolved at "session" */
+const sessionAllowed = Promise.withResolvers();
 
 const progress = new Progress((kinds) => {
   /** @type {EncoderProgressMessage} */
@@ -35,6 +45,7 @@ const progress = new Progress((kinds) => {
   self.postMessage(message);
 });
 
+/** @param {string} step */
 function mark(step) {
   timeline[step] = performance.timeOrigin + performance.now();
 }
@@ -52,14 +63,14 @@ async function start() {
   const gzipped = config.gzipped.some((url) => new URL(url, self.location.href).href === wasmUrl);
   const { manifest } = await loadManifest(config.manifest);
   const checksums = new Checksums(manifest);
-  const count = (n) => progress.count("model", n);
+  const count = (/** @type {number} */ n) => progress.count("model", n);
   const model = checksums.fetch(config.base, manifest.files.encoder, count).then((bytes) => {
     mark("encoder_fetched");
     return bytes;
   });
   model.catch(() => {}); // awaited below, once ONNX Runtime is up
   const wasm = await fetchBytes(wasmUrl, { gzipped, count: (n) => progress.count("runtime", n) });
-  await sessionAllowed;
+  await sessionAllowed.promise;
   ort = await ortModule;
   ort.env.wasm.wasmPaths = config.ort_wasm;
   ort.env.wasm.wasmBinary = wasm; // so ORT fetches nothing: the (gunzipped) bytes are here
@@ -94,14 +105,16 @@ async function embed({ ids, codes, scales }) {
     word_piece_scales: new ort.Tensor("float32", scales, shape),
   };
   const outputs = await session.run(feeds);
-  return Float32Array.from(outputs[session.outputNames[0]].data);
+  return Float32Array.from(/** @type {Float32Array} the graph's one output */ (outputs[session.outputNames[0]].data));
 }
 
+/** @param {unknown} error */
 function message(error) {
-  return String(error && error.message ? error.message : error);
+  const described = error ? /** @type {{message?: unknown}} */ (error).message : undefined;
+  return String(described || error);
 }
 
-/** @param {FromEncoder} message */
+/** @param {FromEncoder} message @param {Transferable[]} [transfer] */
 function reply(message, transfer = []) {
   port.postMessage(message, transfer);
 }
@@ -121,7 +134,7 @@ async function begin() {
 /** @param {MessageEvent<ToEncoder>} event */
 async function fromSearchWorker({ data }) {
   if (data.type === "session") {
-    allowSession();
+    sessionAllowed.resolve();
   } else if (data.type === "go" && !started) {
     clearTimeout(goTimer);
     if (data.after_ms > 0) goTimer = setTimeout(begin, data.after_ms);
@@ -138,9 +151,10 @@ async function fromSearchWorker({ data }) {
 
 self.onmessage = ({ data }) => {
   if (data.type !== "init") return;
+  const init = /** @type {import("./protocol.js").InitMessage} */ (data);
   mark("encoder_worker_started");
-  config = data.config;
-  port = data.port;
+  config = init.config;
+  port = init.port;
   port.onmessage = fromSearchWorker;
   ortModule = import(config.ort);
   ortModule.catch(() => {}); // reported by start()

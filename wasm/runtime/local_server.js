@@ -7,15 +7,19 @@
 const OLLAMA_DEFAULT_CONTEXT = 4096;
 const PROBE_TIMEOUT_MS = 3000;
 const LOOPBACK = /^(localhost|127(\.\d+){3}|\[::1\])$/;
+/** A server's JSON, whatever it holds: read through ?. and checks, never trusted to have a shape. @typedef {any} ServerJson */
+
 const PRIVATE = /^(10(\.\d+){3}|192\.168(\.\d+){2}|172\.(1[6-9]|2\d|3[01])(\.\d+){2}|169\.254(\.\d+){2}|[^.]+\.local)$/;
 
-/** "loopback", "local" (a private network address) or "public", from the URL's host name alone. */
+/** "loopback", "local" (a private network address) or "public", from the URL's host name alone.
+ * @param {string} url @returns {"loopback" | "local" | "public"} */
 export function addressSpace(url) {
   const host = new URL(url).hostname;
   if (LOOPBACK.test(host)) return "loopback";
   return PRIVATE.test(host) ? "local" : "public";
 }
 
+/** @param {string} url @param {object} [body] POSTed as JSON @returns {Promise<ServerJson>} null when it fails */
 async function getJson(url, body = undefined) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), PROBE_TIMEOUT_MS);
@@ -30,10 +34,12 @@ async function getJson(url, body = undefined) {
   }
 }
 
-const positive = (value) => (Number.isInteger(value) && value > 0 ? value : null);
+const positive = (/** @type {unknown} */ value) => (typeof value === "number" && Number.isInteger(value) && value > 0 ? value : null);
 
+/** @param {ServerJson} data @param {string} model */
 function fromModelList(data, model) {
-  const entries = Array.isArray(data?.data) ? data.data.filter((e) => e && typeof e === "object") : [];
+  /** @type {ServerJson[]} */
+  const entries = Array.isArray(data?.data) ? data.data.filter((/** @type {ServerJson} */ e) => e && typeof e === "object") : [];
   const chosen = entries.filter((e) => e.id === model);
   for (const entry of chosen.length ? chosen : entries.length === 1 ? entries : []) {
     const found = positive(entry.max_model_len) || positive(entry.loaded_context_length) || positive(entry.max_context_length);
@@ -42,6 +48,7 @@ function fromModelList(data, model) {
   return null;
 }
 
+/** @param {ServerJson} data */
 function fromOllamaShow(data) {
   if (!data || typeof data.model_info !== "object") return null;
   const match = /^num_ctx\s+(\d+)/m.exec(String(data.parameters || ""));
@@ -56,7 +63,7 @@ function fromOllamaShow(data) {
 export async function contextWindow({ base_url, model }) {
   const base = base_url.replace(/\/+$/, "");
   const root = new URL(base).origin;
-  /** @type {Array<{source: string, ask: () => Promise<any>, read: (data: any) => number | null}>} */
+  /** @type {Array<{source: string, ask: () => Promise<ServerJson>, read: (data: ServerJson) => number | null}>} */
   const probes = [
     { source: "/props", ask: () => getJson(`${root}/props`), read: (d) => positive(d?.default_generation_settings?.n_ctx) },
     { source: `${base.slice(root.length)}/models`, ask: () => getJson(`${base}/models`), read: (d) => fromModelList(d, model) },
@@ -70,13 +77,14 @@ export async function contextWindow({ base_url, model }) {
   return null;
 }
 
-/** The models the server lists at /v1/models, or Ollama's at /api/tags; [] when it lists none. */
+/** The models the server lists at /v1/models, or Ollama's at /api/tags; [] when it lists none.
+ * @param {string} baseUrl @returns {Promise<string[]>} */
 export async function modelNames(baseUrl) {
   const base = baseUrl.replace(/\/+$/, "");
   const listed = await getJson(`${base}/models`);
-  if (Array.isArray(listed?.data)) return listed.data.map((e) => String(e?.id || "")).filter(Boolean);
+  if (Array.isArray(listed?.data)) return listed.data.map((/** @type {ServerJson} */ e) => String(e?.id || "")).filter(Boolean);
   const tags = await getJson(`${new URL(base).origin}/api/tags`);
-  if (Array.isArray(tags?.models)) return tags.models.map((m) => String(m?.name || "")).filter(Boolean);
+  if (Array.isArray(tags?.models)) return tags.models.map((/** @type {ServerJson} */ m) => String(m?.name || "")).filter(Boolean);
   return [];
 }
 
@@ -84,13 +92,14 @@ export async function modelNames(baseUrl) {
  * After a failed call to `url`: whether the browser's Local Network Access permission for that address
  * space was refused (Chromium asks before a public page may call this computer or the local network; a
  * page that is itself on this computer is never asked, and its state stays "prompt").
+ * @param {string} url
  */
 export async function localAccessDenied(url) {
   const space = addressSpace(url);
   if (space === "public" || !navigator.permissions) return false;
   for (const name of [space === "loopback" ? "loopback-network" : "local-network", "local-network-access"]) {
     try {
-      const status = await navigator.permissions.query(/** @type {any} */ ({ name }));
+      const status = await navigator.permissions.query(/** @type {PermissionDescriptor} names newer than tsc's */ ({ name }));
       return status.state === "denied";
     } catch {
       // this browser does not know the name: try the next, older one

@@ -1,11 +1,11 @@
 // A paper's page: "Copy citation" and "BibTeX", written by citation.js as the search results write them.
 
 import { bibtex, paperCitation } from "./citation.js";
-import { button, copyText } from "./dom.js";
+import { button, byId, copyText } from "./dom.js";
 
 /** @type {import("./citation.js").Paper} */
-const paper = JSON.parse(document.getElementById("paper-data").textContent);
-const actions = document.getElementById("cite-actions");
+const paper = JSON.parse(byId("paper-data").textContent);
+const actions = byId("cite-actions");
 const copy = button("Copy citation", () => copyText(paperCitation(paper), copy), "copy");
 copy.setAttribute("aria-label", `Copy a citation of arXiv:${paper.arxiv_id}${paper.version || ""}`);
 const entry = bibtex(paper);

@@ -21,7 +21,8 @@ function svg(tag, attributes = {}) {
   return node;
 }
 
-/** The nearest point from `from` whose direction lies within 45° of (dx, dy). @param {number[]} xy */
+/** The nearest point from `from` whose direction lies within 45° of (dx, dy).
+ * @param {number[]} xy @param {number} from @param {number} dx @param {number} dy */
 function nearestToward(xy, from, dx, dy) {
   let best = -1;
   let bestDistance = Infinity;
@@ -36,6 +37,7 @@ function nearestToward(xy, from, dx, dy) {
   return best;
 }
 
+/** @type {{[key: string]: [number, number]}} */
 const ARROWS = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
 
 export class PaperMap {
@@ -125,7 +127,8 @@ export class PaperMap {
 
   /** @param {KeyboardEvent} event */
   move(event) {
-    const from = this.points.indexOf(/** @type {any} */ (event.target).closest?.("a"));
+    const point = event.target instanceof Element ? event.target.closest("a") : null; // a point's <a>, or none
+    const from = point ? /** @type {Element[]} */ (this.points).indexOf(point) : -1;
     const arrow = ARROWS[event.key];
     if (from < 0 || !arrow) return;
     event.preventDefault();

@@ -66,26 +66,34 @@
  */
 
 /**
- * @typedef {object} SearchReply
+ * What Site.search answers for a prepared search.
+ * @typedef {object} CoreSearchReply
  * @property {Hit[]} hits
  * @property {boolean} weak no passage matches the query's words and none is close in meaning
  * @property {string | null} suggestion the query respelled with the corpus's own words
- * @property {boolean} semantic whether the dense side took part
  * @property {boolean} embeds whether the query has text to embed (a filter-only list is the same with or
  *   without semantic search)
- * @property {SearchTimings} timings
  */
+
+/**
+ * The worker's reply to a search: the core's, with whether the dense side took part and the timings.
+ * @typedef {CoreSearchReply & {semantic: boolean, timings: SearchTimings}} SearchReply
+ */
+
+/** A request the core or the worker refused, in one line. @typedef {{error: string}} ErrorReply */
 
 /**
  * A source card of Ask mode (readingroom_core.answers), with its paper's metadata for the exports.
  * @typedef {object} Source
  * @property {number} n
  * @property {string} arxiv_id
- * @property {string} [version] the version the site holds ("v2"), which a versioned citation must name
+ * @property {string} version the version the site holds ("v2"), which a versioned citation must name; "" when
+ *   the site does not say
  * @property {string} chunk_id
  * @property {string} title
  * @property {number} page_start
  * @property {number} page_end
+ * @property {string} label its pages as a citation names them ("p.7", "pp.7-8")
  * @property {string} section
  * @property {string} text
  * @property {string[]} authors
@@ -93,13 +101,20 @@
  * @property {string[]} categories
  */
 
+/** A chat message of the prompt. @typedef {{role: string, content: string}} ChatMessage */
+/** @typedef {{system: string, messages: ChatMessage[], text: string}} Prompt text: the whole prompt, to copy */
+/** The sources' pages and their neighbours by paper, then page number ("7"). @typedef {{[arxivId: string]: {[page: string]: string}}} PageTexts */
+
 /**
  * @typedef {object} EvidenceReply
+ * @property {string} question
+ * @property {string} retrieval_query what was searched (and embedded): a follow-up carries the previous question
  * @property {Source[]} sources
- * @property {object} pages the cited pages' text, which verification reads
- * @property {{system: string, messages: object[], text: string}} prompt
+ * @property {PageTexts} pages the cited pages' text, which verification reads
+ * @property {Prompt} prompt
  * @property {number} prompt_tokens the prompt's estimated tokens (readingroom_core.tokens)
  * @property {number} budget
+ * @property {number} left_out candidates that did not fit the budget
  * @property {number} answer_tokens the answer cap to send: the room left for it in the context window
  */
 
@@ -108,20 +123,60 @@
  * @typedef {object} Citation
  * @property {string} arxiv_id
  * @property {number} page
- * @property {number} [page_end]
- * @property {number} [found_page]
+ * @property {number} page_end
+ * @property {number | null} found_page the page holding the quote's start, for a PDF link
  * @property {string} quote
  * @property {boolean} verified
- * @property {string} [reason]
- * @property {string} [status] verified, invented, outside_sources, no_page, version_not_found, page_not_found, no_quote
+ * @property {string} reason
+ * @property {string} status verified, invented, outside_sources, no_page, version_not_found, page_not_found, no_quote
  *   or quote_not_found
- * @property {number} [source] 1-based number of the source card it was checked against
- * @property {[number, number]} [highlight] the quote's code-point range in that card's text
+ * @property {number | null} source 1-based number of the source card it was checked against
+ * @property {[number, number] | null} highlight the quote's code-point range in that card's text
  * @property {number} start
  * @property {number} end
  */
 
-/** @typedef {{citations: Citation[], uncited: Array<{start: number, end: number}>, summary: string}} VerifyReply */
+/** A sentence of the answer that cites nothing. @typedef {{text: string, start: number, end: number}} Uncited */
+
+/**
+ * @typedef {object} VerifyReply
+ * @property {Citation[]} citations
+ * @property {Uncited[]} uncited
+ * @property {number} verified how many citations verified
+ * @property {number} total
+ * @property {string} summary "7 of 8 citations verified"
+ */
+
+// --- manifest.json (builder/site/data.py writes it, readingroom_core/sitedata.py reads all of it) --------
+
+/**
+ * The data files by role, as site paths. The workers fetch some (the rest the core reads); a list without
+ * a paper view has no paper_vectors, and a site without a forward index reads the postings by range only.
+ * @typedef {object} ManifestFiles
+ * @property {string} papers
+ * @property {string} paper_table
+ * @property {string} chunks
+ * @property {string} postings
+ * @property {string} [forward_index]
+ * @property {string} texts
+ * @property {string} text_dictionary
+ * @property {string} dense
+ * @property {string} [paper_vectors]
+ * @property {string} encoder
+ * @property {string} word_pieces
+ * @property {string} vocab
+ * @property {string} char_classes
+ * @property {string} graph
+ */
+
+/** A data file with its size and sha256, checked before use. @typedef {{path: string, bytes: number, sha256: string}} Artifact */
+
+/**
+ * What the workers read of manifest.json.
+ * @typedef {object} Manifest
+ * @property {ManifestFiles} files
+ * @property {Artifact[]} artifacts
+ */
 
 // --- page -> search worker --------------------------------------------------------------------------------
 
@@ -130,7 +185,7 @@
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
  * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
- * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: object}}} VerifyMessage
+ * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: PageTexts | null}}} VerifyMessage
  * @typedef {SearchMessage | EvidenceMessage | VerifyMessage} WorkerRequest answered by one ResultMessage of the same id
  * @typedef {InitMessage | EncoderFailedMessage | WorkerRequest} ToSearchWorker
  * @typedef {{search: SearchMessage, evidence: EvidenceMessage, verify: VerifyMessage}} RequestsByType
@@ -170,16 +225,19 @@
 
 // --- the Python boundary (readingroom_core.browser, through Pyodide) ----------------------------------------
 
+/** Byte ranges of site files, [path, start, end] with the end exclusive. @typedef {[string, number, number][]} Ranges */
+
 /**
- * What Site.prepare answers: the id to finish the search with and the text ranges to read ahead
- * ([path, start, end], end exclusive), or why not.
- * @typedef {{search: number, read_ahead: [string, number, number][]} | {error: string}} Prepared
+ * What Site.prepare answers: the id to finish the search with and the text ranges to read ahead, or why not.
+ * @typedef {{search: number, read_ahead: Ranges}} PreparedSearch
+ * @typedef {PreparedSearch | ErrorReply} Prepared
  */
 
 /**
- * A Python object seen from JavaScript: its bytes or list as a typed array, then let go.
+ * A Python object seen from JavaScript: its bytes or list as JavaScript's, then let go.
+ * @template T
  * @typedef {object} PyProxy
- * @property {() => any} toJs
+ * @property {() => T} toJs
  * @property {() => void} destroy
  */
 
@@ -187,24 +245,26 @@
  * The opened site (readingroom_core.browser.Site). Strings are JSON; vectors and products typed arrays.
  * @typedef {object} Site
  * @property {(requestJson: string) => string} prepare JSON of a Prepared
- * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a reply or {error}; no
+ * @property {(searchId: number, vector?: Float32Array) => string} search JSON of a CoreSearchReply or ErrorReply; no
  *   vector is undefined, never null (Pyodide hands null to Python as JsNull, not None)
  * @property {(requestJson: string, vector?: Float32Array) => void} dense_ahead the request's dense side, read
  *   while prepare's keyword side still reads
  * @property {(searchId: number) => void} discard
  * @property {() => void} load_semantic
- * @property {() => string} ranged_files JSON [path, ...]: the index files read by range
- * @property {(query: string) => PyProxy} encode_ids a Python list of token ids
- * @property {(idsJson: string) => PyProxy} word_piece_rows Python bytes: the ids' int8 codes, then their float32 scales
- * @property {(requestJson: string) => string} ask_retrieval_query
- * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence
- * @property {(requestJson: string) => string} verify_answer
+ * @property {() => string} ranged_files JSON string[]: the index files read by range
+ * @property {(query: string) => PyProxy<number[]>} encode_ids a Python list of token ids
+ * @property {(idsJson: string) => PyProxy<Uint8Array>} word_piece_rows Python bytes: the ids' int8 codes, then
+ *   their float32 scales
+ * @property {(requestJson: string) => string} ask_retrieval_query the text to embed for a question (not JSON)
+ * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence JSON of an EvidenceReply or ErrorReply
+ * @property {(requestJson: string) => string} verify_answer JSON of a VerifyReply
  */
 
 /**
  * The module readingroom_core.browser.
  * @typedef {object} Core
  * @property {(read: (path: string) => Uint8Array, manifestText: string, readRange: (path: string, start: number, end: number) => Uint8Array, announce: (rangesJson: string) => void) => Site} open_site
+ *   announce hears JSON Ranges before the core reads them
  * @property {(data: Uint8Array) => Uint8Array} gunzipped
  * @property {(data: Uint8Array) => string} sha256_hex
  */
@@ -225,8 +285,10 @@
  * @property {Timeline} timeline start-up step -> ms since navigation
  * @property {"snapshot" | "boot" | null} python_start
  * @property {number} [checksums_ms] time spent checking the start-up files' sha256
- * @property {object | null} last_ask {sources_ms, first_text_ms, answer_ms, verify_ms} of the latest question
+ * @property {AskTimings | null} last_ask of the latest question
  */
+
+/** How long the latest question's steps took, in ms. @typedef {{sources_ms?: number, first_text_ms?: number, answer_ms?: number, verify_ms?: number}} AskTimings */
 
 /**
  * @typedef {object} SearchOptions
@@ -236,11 +298,36 @@
  */
 
 /**
+ * readingRoom.ask's provider; without one, the settings panel's.
+ * @typedef {object} AskOptions
+ * @property {string} [provider] a preset's name (providers.js PRESETS), or "openai-compatible"
+ * @property {string} [base_url]
+ * @property {string} [model]
+ * @property {string} [key]
+ * @property {number} [budget] prompt tokens
+ * @property {number | null} [context] the model's context window
+ * @property {number} [max_tokens] the answer cap
+ */
+
+/** A citation as readingRoom.ask gives it. @typedef {Pick<Citation, "arxiv_id" | "page" | "quote" | "verified" | "reason">} AskCitation */
+/** @typedef {Pick<Source, "arxiv_id" | "page_start" | "page_end" | "chunk_id" | "title" | "text" | "authors" | "year" | "categories">} AskSource */
+
+/**
+ * What readingRoom.ask resolves to (ask_turn.js Turn.result), and what the exports are made from.
+ * @typedef {object} AskResult
+ * @property {string} question
+ * @property {string} answer
+ * @property {string} stop_reason why the model stopped: "length" at the answer cap, "" when it did not say
+ * @property {AskCitation[]} citations
+ * @property {AskSource[]} sources
+ */
+
+/**
  * @typedef {object} ReadingRoom
  * @property {Promise<void>} ready keyword search is up
  * @property {Promise<void>} semanticReady semantic search is up (rejects when it cannot be)
  * @property {(query: string, options?: SearchOptions) => Promise<Hit[]>} search
- * @property {(question: string, options?: object) => Promise<object>} ask Ask mode's turn, resolved with its data
+ * @property {(question: string, options?: AskOptions) => Promise<AskResult>} ask Ask mode's turn, resolved with its data
  * @property {() => Status} status
  */
 

@@ -5,6 +5,12 @@
 
 import { LOCAL_ACCESS_HELP, addressSpace, localAccessDenied } from "./local_server.js";
 
+/** @typedef {import("./local_server.js").ServerJson} ServerJson */
+/** @typedef {{system: string, messages: import("./protocol.js").ChatMessage[]}} ChatPrompt */
+/** @typedef {{api: string, base_url: string, model: string, key: string, max_tokens?: number}} ProviderSettings */
+/** @typedef {{label: string, api: string, base_url: string, model: string, local?: boolean}} Preset */
+
+/** @type {{[name: string]: Preset}} */
 export const PRESETS = {
   openai: { label: "OpenAI", api: "openai", base_url: "https://api.openai.com/v1", model: "gpt-4o-mini" },
   openrouter: { label: "OpenRouter", api: "openai", base_url: "https://openrouter.ai/api/v1", model: "openai/gpt-4o-mini" },
@@ -22,6 +28,7 @@ export const PRESETS = {
 };
 
 // The API names a caller of readingRoom.ask may give instead of a preset.
+/** @type {{[api: string]: string}} */
 const API_ALIASES = { "openai-compatible": "custom" };
 const ANTHROPIC_VERSION = "2023-06-01";
 export const DEFAULT_MAX_TOKENS = 1500; // the answer cap (readingroom_core.answers.DEFAULT_MAX_TOKENS)
@@ -43,7 +50,9 @@ const CONTEXT_HELP =
 
 export class ProviderError extends Error {
   /** kind: auth | rate_limit | model_not_found | context_too_long | bad_request | server | network |
-   *  local_access | aborted | dropped | empty | provider | settings. retryAfter: seconds, for rate_limit. */
+   *  local_access | aborted | dropped | empty | provider | settings. retryAfter: seconds, for rate_limit.
+   * @param {string} kind @param {string} message
+   * @param {{status?: number | null, retryAfter?: number | null}} [details] */
   constructor(kind, message, { status = null, retryAfter = null } = {}) {
     super(message);
     this.kind = kind;
@@ -54,6 +63,7 @@ export class ProviderError extends Error {
   }
 }
 
+/** @param {string} provider a preset's name, or an API alias */
 export function resolvePreset(provider) {
   const name = API_ALIASES[provider] || provider;
   const preset = PRESETS[name];
@@ -63,7 +73,8 @@ export function resolvePreset(provider) {
   return { name, ...preset };
 }
 
-/** The base URL as a URL, refusing anything that would send a key in the clear to another machine. */
+/** The base URL as a URL, refusing anything that would send a key in the clear to another machine.
+ * @param {string} text */
 export function checkedBaseUrl(text) {
   let url;
   try {
@@ -81,6 +92,7 @@ export function checkedBaseUrl(text) {
   return url;
 }
 
+/** @param {URL} base @param {string} path */
 function endpoint(base, path) {
   return base.href.replace(/\/+$/, "") + path;
 }
@@ -88,13 +100,14 @@ function endpoint(base, path) {
 /**
  * {url, headers, body} of the streaming request; the key appears in one header and nowhere else. A server
  * on this computer may go without a model name (llama.cpp serves the one it loaded).
- * @param {{api: string, base_url: string, model: string, key: string, max_tokens?: number}} settings
- * @param {{system: string, messages: object[]}} prompt
+ * @param {ProviderSettings} settings
+ * @param {ChatPrompt} prompt
  */
 export function buildRequest({ api, base_url, model, key, max_tokens = DEFAULT_MAX_TOKENS }, { system, messages }) {
   const base = checkedBaseUrl(base_url);
   const local = api === "openai" && addressSpace(base.href) !== "public";
   if (!model && !local) throw new ProviderError("settings", "Choose a model name in the settings.");
+  /** @type {{[name: string]: string}} */
   const headers = { "content-type": "application/json" };
   if (api === "openai") {
     if (key) headers.authorization = `Bearer ${key}`;
@@ -127,13 +140,17 @@ function nextTask() {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Yields {event, data} for each event of an SSE body (https://html.spec.whatwg.org/#event-stream-interpretation). */
+/** Yields {event, data} for each event of an SSE body (https://html.spec.whatwg.org/#event-stream-interpretation).
+ * @param {ReadableStream<Uint8Array> | null} body null (a reply without one) fails as a cut stream does
+ * @param {AbortSignal} [signal] @returns {AsyncGenerator<{event: string, data: string}>} */
 export async function* sseEvents(body, signal) {
+  if (!body) throw new TypeError("the reply has no body");
   const reader = body.getReader();
   const decoder = new TextDecoder();
   const newline = /\r\n|\r|\n/g;
   let buffer = "";
   let event = "";
+  /** @type {string[]} */
   let data = [];
   let lastYield = performance.now();
   const onAbort = () => reader.cancel().catch(() => {});
@@ -174,6 +191,7 @@ export async function* sseEvents(body, signal) {
   }
 }
 
+/** @param {string} text @returns {ServerJson} null when it is not JSON */
 function parseJson(text) {
   try {
     return JSON.parse(text);
@@ -182,20 +200,24 @@ function parseJson(text) {
   }
 }
 
-/** A delta's text; anything but a string (an object, a number, null) adds nothing, never "[object Object]". */
+/** A delta's text; anything but a string (an object, a number, null) adds nothing, never "[object Object]".
+ * @param {unknown} value */
 function textOf(value) {
   return typeof value === "string" ? value : "";
 }
 
 const LENGTH_REASONS = new Set(["length", "max_tokens", "MAX_TOKENS"]);
 
-/** Why the model stopped, "length" for the answer cap in any API's words; "" when the event does not say. */
+/** Why the model stopped, "length" for the answer cap in any API's words; "" when the event does not say.
+ * @param {unknown} reason */
 function stopReason(reason) {
   if (typeof reason !== "string" || !reason) return "";
   return LENGTH_REASONS.has(reason) ? "length" : reason;
 }
 
-/** What one event adds: {text, done, end, error, stop}; `end` is the API's own last event. Each API marks its own end, so a cut stream is told apart. */
+/** What one event adds: {text, done, end, error, stop}; `end` is the API's own last event. Each API marks its own end, so a cut stream is told apart.
+ * @param {string} api @param {{event: string, data: string}} event
+ * @returns {{text?: string, done?: boolean, end?: boolean, error?: unknown, stop?: string}} */
 function readEvent(api, { event, data }) {
   if (api === "openai") {
     if (data.trim() === "[DONE]") return { done: true, end: true };
@@ -215,13 +237,14 @@ function readEvent(api, { event, data }) {
   if (json?.error) return { error: json.error.message || JSON.stringify(json.error) };
   const candidate = json?.candidates?.[0];
   const parts = Array.isArray(candidate?.content?.parts) ? candidate.content.parts : [];
-  const text = parts.map((part) => textOf(part?.text)).join("");
+  const text = parts.map((/** @type {ServerJson} */ part) => textOf(part?.text)).join("");
   return { text, done: Boolean(candidate?.finishReason), stop: stopReason(candidate?.finishReason) };
 }
 
 // --- errors ------------------------------------------------------------------------------------------
 
-/** Seconds to wait from a Retry-After header (seconds or an HTTP date), or from the error's own words. */
+/** Seconds to wait from a Retry-After header (seconds or an HTTP date), or from the error's own words.
+ * @param {string | null} header @param {string} [bodyText] */
 export function retryAfterSeconds(header, bodyText = "") {
   if (header) {
     const seconds = Number(header);
@@ -233,6 +256,7 @@ export function retryAfterSeconds(header, bodyText = "") {
   return hint ? Math.ceil(Number(hint[1] || hint[2])) : null;
 }
 
+/** @param {string} bodyText */
 function providerMessage(bodyText) {
   const json = parseJson(bodyText);
   const error = json?.error;
@@ -242,6 +266,8 @@ function providerMessage(bodyText) {
 
 const CONTEXT_WORDS = /context|too long|too many tokens|maximum.*tokens|token limit|prompt is too long/i;
 
+/** @param {number} status @param {string} bodyText @param {string | null} retryAfterHeader
+ * @param {{model: string, budget: number | null}} request */
 export function errorForResponse(status, bodyText, retryAfterHeader, { model, budget }) {
   const said = providerMessage(bodyText);
   const detail = said ? ` The provider said: “${said}”` : "";
@@ -272,14 +298,14 @@ export function errorForResponse(status, bodyText, retryAfterHeader, { model, bu
  * ProviderError whose kind says what went wrong (the partial text is on `error.partial`).
  */
 /**
- * @param {{api: string, base_url: string, model: string, key: string, max_tokens?: number}} settings
- * @param {{system: string, messages: object[]}} prompt
+ * @param {ProviderSettings} settings
+ * @param {ChatPrompt} prompt
  * @param {{signal?: AbortSignal, onText?: (text: string) => void, onFinish?: (reason: string) => void, budget?: number | null}} [options]
  */
 export async function streamAnswer(settings, prompt, { signal, onText = () => {}, onFinish = () => {}, budget = null } = {}) {
   const { url, headers, body } = buildRequest(settings, prompt);
   let text = "";
-  const fail = (error) => {
+  const fail = (/** @type {ProviderError} */ error) => {
     error.partial = text;
     return error;
   };

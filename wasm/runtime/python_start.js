@@ -13,6 +13,8 @@ import { download, fetchBytes } from "./download.js";
 
 /** @typedef {import("./protocol.js").Core} Core */
 /** @typedef {import("./download.js").Progress} Progress */
+/** @typedef {import("pyodide").PyodideAPI} PyodideAPI */
+/** pyodide.asm.mjs's default export. @typedef {NonNullable<import("pyodide").PyodideConfig["createPyodideModule"]>} PyodideGlue */
 
 const CORE_BOUNDARY = "readingroom_core.browser";
 // The snapshot is megabytes more to download, which a slow line takes longer to bring than Python takes
@@ -35,8 +37,11 @@ const nativeFetch = self.fetch.bind(self);
  */
 export function pythonFiles(pyodideRoot, gzipped, count) {
   const waited = ["pyodide.asm.wasm", "python_stdlib.zip"];
+  /** @type {Map<string, PromiseWithResolvers<void>>} */
   const arrived = new Map(waited.map((name) => [name, Promise.withResolvers()]));
-  const downloads = new Map(); // url -> a promise of its Response, never read itself: each start gets a clone
+  /** @type {Map<string, Promise<Response>>} url -> its Response, never read itself: each start gets a clone */
+  const downloads = new Map();
+  /** @param {string} url @param {string} name */
   async function downloadForPython(url, name) {
     const done = () => arrived.get(name)?.resolve();
     const { response, body } = await download(url, { gzipped: gzipped.has(url), count, done });
@@ -45,8 +50,9 @@ export function pythonFiles(pyodideRoot, gzipped, count) {
   }
   /** @param {string} url @returns {Promise<Response>} */
   function started(url) {
-    if (!downloads.has(url)) downloads.set(url, downloadForPython(url, url.slice(pyodideRoot.length)));
-    return downloads.get(url);
+    let response = downloads.get(url);
+    if (!response) downloads.set(url, (response = downloadForPython(url, url.slice(pyodideRoot.length))));
+    return response;
   }
   /** @param {RequestInfo | URL} resource @param {RequestInit} [init] */
   async function fetchForPython(resource, init) {
@@ -71,6 +77,7 @@ export function pythonFiles(pyodideRoot, gzipped, count) {
  * @param {string} url
  * @param {Set<string>} gzipped
  * @param {(n: number) => void} count
+ * @returns {Promise<PyodideGlue>}
  */
 async function importUnpacked(url, gzipped, count) {
   const { body } = await download(url, { gzipped: gzipped.has(url), count });
@@ -92,7 +99,7 @@ async function importUnpacked(url, gzipped, count) {
 export function fetchSnapshot(url, gzipped, count) {
   const cancel = new AbortController();
   let received = 0;
-  const counted = (n) => ((received += n), count(n));
+  const counted = (/** @type {number} */ n) => ((received += n), count(n));
   const fetched = download(url, { gzipped, count: counted, signal: cancel.signal });
   fetched.then(async ({ response }) => {
     const size = Number(response.headers.get("Content-Length")) || 0;
@@ -106,7 +113,7 @@ export function fetchSnapshot(url, gzipped, count) {
  * The core's browser module, from the snapshot or else from a booted Python, and how Python started.
  * @param {object} options
  * @param {Promise<Uint8Array>} options.snapshot
- * @param {Promise<Function>} options.glue Pyodide's pyodide.asm.mjs, imported (`pythonFiles`)
+ * @param {Promise<PyodideGlue>} options.glue Pyodide's pyodide.asm.mjs, imported (`pythonFiles`)
  * @param {string} options.pyodideRoot
  * @param {string} options.wheel the core wheel's URL
  * @param {(n: number) => void} options.countWheel
@@ -115,6 +122,7 @@ export function fetchSnapshot(url, gzipped, count) {
  *   size of Python's WebAssembly memory, which V8's heap figures leave out (it holds the core's caches)
  */
 export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWheel, mark }) {
+  /** @type {typeof import("pyodide")} */
   const { loadPyodide } = await import(pyodideRoot + "pyodide.mjs");
   const createPyodideModule = await glue;
   mark("pyodide_imported");
@@ -122,6 +130,7 @@ export async function startPython({ snapshot, glue, pyodideRoot, wheel, countWhe
   try {
     const pyodide = await loadPyodide({ ...options, _loadSnapshot: handOnce(snapshot) });
     mark("python_started");
+    /** @type {Core} */
     const core = pyodide.pyimport(CORE_BOUNDARY); // a restore that lost the core fails here, not later
     return { core, pythonStart: "snapshot", memoryBytes: () => wasmMemoryBytes(pyodide) };
   } catch (error) {
@@ -156,12 +165,14 @@ function handOnce(snapshot) {
   };
 }
 
-/** @param {any} pyodide @returns {number} the bytes of its WebAssembly memory (grown, never shrunk) */
+/** @param {PyodideAPI} pyodide @returns {number} the bytes of its WebAssembly memory (grown, never shrunk) */
 function wasmMemoryBytes(pyodide) {
-  return pyodide._module.HEAP8.byteLength;
+  const internals = /** @type {{_module: {HEAP8: Uint8Array}}} */ (/** @type {unknown} */ (pyodide)); // not in its types
+  return internals._module.HEAP8.byteLength;
 }
 
-/** pyodide.mjs comes in through import(), which no wrapper sees: its size is read from resource timing. */
+/** pyodide.mjs comes in through import(), which no wrapper sees: its size is read from resource timing.
+ * @param {string} prefix @param {(n: number) => void} count */
 export function countModules(prefix, count) {
   for (const entry of performance.getEntriesByType("resource")) {
     const timing = /** @type {PerformanceResourceTiming} */ (entry);

@@ -16,6 +16,9 @@
 // that would never settle.
 const RANGE_ROUNDS = 32;
 
+/** @typedef {import("./protocol.js").Ranges} Ranges */
+
+/** @param {string} path @param {number} start @param {number} end */
 const rangeKey = (path, start, end) => `${path} ${start} ${end}`;
 
 export class RangedReads {
@@ -29,15 +32,19 @@ export class RangedReads {
     this.base = base;
     this.fetch = fetch;
     this.count = count;
-    this.fetchedRanges = new Map(); // "path start end" -> bytes fetched for the step being run again
-    this.wholeFiles = new Map(); // site path -> the whole file (a host that ignored Range, or keepWhole)
+    /** @type {Map<string, Uint8Array>} "path start end" -> bytes fetched for the step being run again */
+    this.fetchedRanges = new Map();
+    /** @type {Map<string, Uint8Array>} site path -> the whole file (a host that ignored Range, or keepWhole) */
+    this.wholeFiles = new Map();
     // Whether the host has answered a Range with 206: until it has, each file's first range goes alone.
     // Per host, not per file: on a 40 ms line, asking first per file cost each file's first batch a
     // round trip (the dictionary, the pages, the lists and the rows of a first query).
     this.rangesHonoured = false;
-    this.pending = []; // [path, start, end] the current step needs and has not got
+    /** @type {Ranges} what the current step needs and has not got */
+    this.pending = [];
     // Fetches under way, by range key: two steps at once (a query typed while the page's own
     // search runs) often ask for the same bytes, and the second waits for the first's.
+    /** @type {Map<string, Promise<void>>} */
     this.inFlight = new Map();
     this.announce = this.announce.bind(this);
     this.readRange = this.readRange.bind(this);
@@ -46,7 +53,8 @@ export class RangedReads {
   /** The core's notice of a batch, as JSON [[path, start, end], ...]; throws (stopping the step) when part
    * of it has not been fetched. @param {string} batchJson */
   announce(batchJson) {
-    const missing = JSON.parse(batchJson).filter(([path, start, end]) => !this.fetched(path, start, end));
+    const batch = /** @type {Ranges} */ (JSON.parse(batchJson));
+    const missing = batch.filter(([path, start, end]) => !this.fetched(path, start, end));
     if (missing.length) {
       this.pending = missing;
       throw new Error(`${missing.length} ranges to fetch`);
@@ -87,6 +95,21 @@ export class RangedReads {
     for (const key of this.fetchedRanges.keys()) if (key.startsWith(`${path} `)) this.fetchedRanges.delete(key);
   }
 
+  /** These ranged files fetched whole, one at a time, each once `quiet` says no search runs. A file that
+   * fails (its checksum, the network) stays ranged: the core checks its blocks as before.
+   * @param {string[]} paths @param {(path: string) => Promise<Uint8Array>} fetchChecked
+   * @param {() => Promise<void>} quiet */
+  async readWhole(paths, fetchChecked, quiet) {
+    for (const path of paths) {
+      await quiet();
+      try {
+        this.keepWhole(path, await fetchChecked(path));
+      } catch (error) {
+        console.warn(`${path} stays read by range:`, error);
+      }
+    }
+  }
+
   /** @param {string} path @param {number} start @param {number} end */
   fetched(path, start, end) {
     return this.wholeFiles.has(path) || this.fetchedRanges.has(rangeKey(path, start, end));
@@ -96,7 +119,7 @@ export class RangedReads {
    * results will likely show) while the encoder's worker embeds the query; nothing waits for them but a
    * step that reads one (`once` shares the fetch under way). A fetch that fails here only warns: the step
    * that needs the range fails then. Returns how many it started (ranges fetched ahead before and not read
-   * yet are not fetched again). @param {[string, number, number][]} ranges @returns {number} */
+   * yet are not fetched again). @param {Ranges} ranges @returns {number} */
   readAhead(ranges) {
     const unread = ranges.filter((range) => !this.fetched(...range));
     if (unread.length) this.fetchBatch(unread).catch((error) => console.warn("Reading ahead:", error));
@@ -104,7 +127,7 @@ export class RangedReads {
   }
 
   /** Each file's ranges in parallel; until the host has honoured a Range, a file asks once first (a host
-   * that ignores Range would otherwise send the whole file once per range). */
+   * that ignores Range would otherwise send the whole file once per range). @param {Ranges} wanted */
   async fetchBatch(wanted) {
     const byPath = Map.groupBy(wanted, ([path]) => path);
     await Promise.all([
@@ -119,6 +142,7 @@ export class RangedReads {
     ]);
   }
 
+  /** @param {string} key @param {() => Promise<void>} fetching */
   once(key, fetching) {
     let fetched = this.inFlight.get(key);
     if (!fetched) {
@@ -128,6 +152,7 @@ export class RangedReads {
     return fetched;
   }
 
+  /** @param {string} path @param {number} start @param {number} end */
   rangeOnce(path, start, end) {
     return this.once(rangeKey(path, start, end), () => this.fetchRange(path, start, end));
   }
@@ -137,7 +162,7 @@ export class RangedReads {
    * chromium's HTTP cache lets one request at a time work on a URL's entry, so ranges of one file came in
    * one after another, a round trip each (10,000 papers, 20 Mbit/s and 40 ms: the first query's 75
    * forward groups took 3.2 s, its rows 8 s); with their own URLs they travel in parallel and a reload
-   * still finds each in the cache. */
+   * still finds each in the cache. @param {string} path @param {number} start @param {number} end */
   async fetchRange(path, start, end) {
     let response;
     try {

@@ -3,7 +3,7 @@
 // through the passages by keyboard. Untrusted text only ever reaches the DOM through textContent.
 
 import { absUrl, authorsLabel, bibtex, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
-import { button, copyText, element, link } from "./dom.js";
+import { button, byId, copyText, element, link } from "./dom.js";
 import { currentParams, setSort } from "./router.js";
 
 /** @typedef {import("./protocol.js").Hit} Hit */
@@ -47,10 +47,12 @@ function rememberView(value) {
 
 /** @param {DrawnHit[]} hits @returns {DrawnHit[][]} */
 function groupByPaper(hits) {
+  /** @type {Map<string, DrawnHit[]>} */
   const groups = new Map();
   for (const hit of hits) {
-    if (!groups.has(hit.arxiv_id)) groups.set(hit.arxiv_id, []);
-    groups.get(hit.arxiv_id).push(hit);
+    let group = groups.get(hit.arxiv_id);
+    if (!group) groups.set(hit.arxiv_id, (group = []));
+    group.push(hit);
   }
   return [...groups.values()];
 }
@@ -63,6 +65,7 @@ function listCitations() {
 
 // Papers by relevance (as ranked), by date (newest first) or by how often the list cites them, keeping
 // the ranked order of passages inside each paper and of equal keys.
+/** @type {{[sort: string]: (hit: DrawnHit, counts: {[id: string]: number}) => number}} */
 const SORTS = {
   date: (/** @type {DrawnHit} */ hit) => hit.year || 0,
   cited: (/** @type {DrawnHit} */ hit, /** @type {{[id: string]: number}} */ counts) => counts[hit.arxiv_id] || 0,
@@ -70,7 +73,7 @@ const SORTS = {
 
 /** @param {DrawnHit[][]} groups */
 function sortedGroups(groups) {
-  const key = SORTS[currentParams().get("sort")];
+  const key = SORTS[currentParams().get("sort") ?? ""];
   if (!key) return groups;
   const counts = listCitations();
   return [...groups].sort((a, b) => key(b[0], counts) - key(a[0], counts));
@@ -200,11 +203,12 @@ export class ResultsView {
       option.value = value;
       select.append(option);
     }
-    select.value = currentParams().get("sort") in SORTS ? currentParams().get("sort") : "";
+    const sort = currentParams().get("sort") ?? "";
+    select.value = sort in SORTS ? sort : "";
     select.addEventListener("change", () => {
       setSort(select.value);
-      this.draw(this.shown);
-      document.getElementById("sort").focus();
+      if (this.shown) this.draw(this.shown); // drawn with these results, gone with them
+      byId("sort").focus();
     });
     label.append(select);
     return label;
@@ -224,8 +228,8 @@ export class ResultsView {
     select.value = compactView() ? COMPACT : "";
     select.addEventListener("change", () => {
       rememberView(select.value);
-      this.draw(this.shown);
-      document.getElementById("view").focus();
+      if (this.shown) this.draw(this.shown);
+      byId("view").focus();
     });
     label.append(select);
     return label;

@@ -72,12 +72,13 @@ export function currentUrl() {
 
 /** @param {URLSearchParams} params @returns {Filters} */
 export function filtersOf(params) {
-  const year = (name) => (params.get(name) ? Number(params.get(name)) : null);
+  const year = (/** @type {string} */ name) => (params.get(name) ? Number(params.get(name)) : null);
+  const [category, tag] = [params.get("cat"), params.get("tag")];
   return {
     year_min: year("year_min"),
     year_max: year("year_max"),
-    categories: params.get("cat") ? [params.get("cat")] : [],
-    tags: params.get("tag") ? [params.get("tag")] : [],
+    categories: category ? [category] : [],
+    tags: tag ? [tag] : [],
   };
 }
 
@@ -95,7 +96,8 @@ export function saveView(changes) {
   history.replaceState({ ...(history.state || {}), ...changes }, "");
 }
 
-/** The results saved in this history entry, when they belong to this URL's query. @returns {SavedView | null} */
+/** The results saved in this history entry, when they belong to this URL's query.
+ * @param {unknown} entry history.state @returns {SavedView | null} */
 export function savedView(entry) {
   const saved = /** @type {SavedView | null} */ (entry);
   if (!saved || !saved.drawn || saved.url !== currentUrl() || !currentParams().get("q")) return null;

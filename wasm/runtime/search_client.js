@@ -18,13 +18,10 @@ export const RESULTS_K = 20;
 
 /** A promise with its settle functions, and no "unhandled rejection" for a page that never awaits it. */
 function deferred() {
-  /** @type {(value?: any) => void} */
-  let resolve;
-  /** @type {(error: Error) => void} */
-  let reject;
-  const promise = new Promise((res, rej) => ((resolve = res), (reject = rej)));
-  promise.catch(() => {}); // the status line reports a failure
-  return { promise, resolve, reject };
+  /** @type {PromiseWithResolvers<void>} */
+  const settled = Promise.withResolvers();
+  settled.promise.catch(() => {}); // the status line reports a failure
+  return settled;
 }
 
 /** @returns {Status} */
@@ -51,7 +48,7 @@ export class SearchClient {
     this.state = initialStatus();
     this.keyword = deferred();
     this.semantic = deferred();
-    /** @type {Map<number, {resolve: (reply: any) => void, reject: (error: Error) => void}>} */
+    /** @type {Map<number, {resolve: (reply: RepliesByType[keyof RepliesByType]) => void, reject: (error: Error) => void}>} */
     this.pending = new Map();
     this.nextId = 1;
     /** @type {Set<Listener>} */
@@ -64,7 +61,7 @@ export class SearchClient {
     this.worker.onmessage = ({ data }) => this.fromWorker(data);
     this.worker.onerror = (event) => {
       event.preventDefault();
-      this.fromWorker({ type: "failed", stage: this.state.loading, error: event.message || "worker error" });
+      this.fromWorker({ type: "failed", stage: String(this.state.loading), error: event.message || "worker error" });
     };
     this.encoder.onmessage = ({ data }) => this.fromEncoder(data);
     this.encoder.onerror = (event) => {
@@ -105,7 +102,8 @@ export class SearchClient {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       if (this.state.error) return reject(new Error(this.state.error));
-      this.pending.set(id, { resolve, reject });
+      // The worker answers an id with the reply to its request's type.
+      this.pending.set(id, { resolve: /** @type {(reply: RepliesByType[keyof RepliesByType]) => void} */ (resolve), reject });
       this.post(/** @type {WorkerRequest} */ (/** @type {unknown} */ ({ ...body, type, id })));
     });
   }
@@ -171,7 +169,9 @@ export class SearchClient {
 
   /** @param {import("./protocol.js").ResultMessage} result */
   settle(result) {
-    const { resolve, reject } = this.pending.get(result.id);
+    const waiting = this.pending.get(result.id);
+    if (!waiting) throw new Error(`the search worker answered ${result.id}, which no request waits for`);
+    const { resolve, reject } = waiting;
     this.pending.delete(result.id);
     if ("error" in result) return reject(new Error(result.error));
     if ("timings" in result.reply) this.state.last_search = result.reply.timings;

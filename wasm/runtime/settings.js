@@ -6,7 +6,8 @@
 // it). Keys live in this module's memory; they are written to sessionStorage or localStorage only when the
 // visitor chooses to remember them, and "Forget keys" removes every one from both and from memory.
 
-import { modelNames } from "./local_server.js";
+import { byId } from "./dom.js";
+import { addressSpace, contextWindow, modelNames } from "./local_server.js";
 import { DEFAULT_MAX_TOKENS, PRESETS, resolvePreset } from "./providers.js";
 
 export const DEFAULT_BUDGET = 4500; // prompt tokens (readingroom_core.answers.DEFAULT_BUDGET): fits 8k-context models
@@ -14,12 +15,29 @@ const MIN_BUDGET = 500;
 const MAX_BUDGET = 1_000_000;
 const MIN_ANSWER = 16;
 
+/**
+ * A provider as a turn uses it: the panel's choice (LlmSettings.current) or readingRoom.ask's options, with
+ * a local server's facts filled in (withServerFacts).
+ * @typedef {object} Provider
+ * @property {string} provider the preset's name
+ * @property {string} api
+ * @property {string} base_url
+ * @property {string} model
+ * @property {string} key
+ * @property {number} budget
+ * @property {number | null} context the model's context window, when known
+ * @property {number} max_tokens
+ * @property {string} [contextSource] who told the context window
+ */
+
+/** @param {string} base */
 function storageNames(base) {
   // GitHub Pages serves many sites from one origin: name the entries after this site's path.
   return { settings: `readingroom:${base}:llm-settings`, key: `readingroom:${base}:llm-key` };
 }
 
-/** The provider and base URL origin a key is bound to ("" for a base URL that is not a URL). */
+/** The provider and base URL origin a key is bound to ("" for a base URL that is not a URL).
+ * @param {string} provider @param {string} baseUrl */
 function keySlot(provider, baseUrl) {
   let origin = "";
   try {
@@ -30,6 +48,7 @@ function keySlot(provider, baseUrl) {
   return `${provider} ${origin}`;
 }
 
+/** @param {Storage} storage @param {string} name */
 function readStorage(storage, name) {
   try {
     return storage.getItem(name);
@@ -38,6 +57,7 @@ function readStorage(storage, name) {
   }
 }
 
+/** @param {Storage} storage @param {string} prefix */
 function storedNames(storage, prefix) {
   try {
     return Object.keys(storage).filter((name) => name.startsWith(prefix));
@@ -46,6 +66,7 @@ function storedNames(storage, prefix) {
   }
 }
 
+/** @param {Storage} storage @param {string} name @param {string | null} value null removes it */
 function writeStorage(storage, name, value) {
   try {
     if (value === null) storage.removeItem(name);
@@ -55,20 +76,24 @@ function writeStorage(storage, name, value) {
   }
 }
 
+/** The prompt budget from its field (or the saved settings): the default when blank or nonsense.
+ * @param {unknown} value */
 export function clampBudget(value) {
   const number = Math.round(Number(value));
   if (!Number.isFinite(number) || number <= 0) return DEFAULT_BUDGET;
   return Math.min(MAX_BUDGET, Math.max(MIN_BUDGET, number));
 }
 
-/** The answer cap from its field: a whole number of tokens, the default when blank or nonsense. */
+/** The answer cap from its field: a whole number of tokens, the default when blank or nonsense.
+ * @param {unknown} value */
 export function clampMaxTokens(value) {
   const number = Math.round(Number(value));
   if (!Number.isFinite(number) || number <= 0) return DEFAULT_MAX_TOKENS;
   return Math.min(MAX_BUDGET, Math.max(MIN_ANSWER, number));
 }
 
-/** The context window from its field, or null when blank (then a local server is asked for it). */
+/** The context window from its field, or null when blank (then a local server is asked for it).
+ * @param {unknown} value */
 export function contextOrNull(value) {
   const number = Math.round(Number(value));
   return String(value).trim() && Number.isFinite(number) && number > 0 ? Math.min(MAX_BUDGET * 4, number) : null;
@@ -90,7 +115,7 @@ export class LlmSettings {
       context: $("llm-context"),
       max_tokens: $("llm-max-tokens"),
     };
-    this.modelList = document.getElementById("llm-model-list");
+    this.modelList = byId("llm-model-list");
     this.remember = [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="llm-remember"]'))];
     this.warning = $("llm-remember-warning");
     this.note = $("llm-settings-note");
@@ -120,6 +145,7 @@ export class LlmSettings {
   }
 
   // Each slot's key under its own name, in the one storage the visitor chose (or none).
+  /** @param {string} slot */
   storeKey(slot) {
     const where = this.rememberWhere();
     const key = this.keys.get(slot) || null;
@@ -150,6 +176,7 @@ export class LlmSettings {
     this.warning.hidden = this.rememberWhere() === "memory";
   }
 
+  /** @param {string} name */
   applyPreset(name) {
     const preset = resolvePreset(name);
     this.fields.base_url.value = preset.base_url;
@@ -213,7 +240,7 @@ export class LlmSettings {
     });
     // Every edit of the base URL may move it to another origin, which has its own key (or none).
     fields.base_url.addEventListener("input", () => this.showKey());
-    for (const name of ["base_url", "model", "budget", "context", "max_tokens"]) fields[name].addEventListener("change", () => this.save());
+    for (const name of /** @type {const} */ (["base_url", "model", "budget", "context", "max_tokens"])) fields[name].addEventListener("change", () => this.save());
     fields.model.addEventListener("focus", () => this.offerModels());
     fields.key.addEventListener("input", () => {
       const slot = this.slot();
@@ -229,7 +256,7 @@ export class LlmSettings {
         this.save();
       });
     }
-    document.getElementById("llm-forget-key").addEventListener("click", () => {
+    byId("llm-forget-key").addEventListener("click", () => {
       this.keys.clear();
       fields.key.value = "";
       for (const storage of [sessionStorage, localStorage]) {
@@ -239,7 +266,7 @@ export class LlmSettings {
     });
   }
 
-  /** The settings as readingRoom.ask takes them, with the API the preset speaks. */
+  /** The settings as readingRoom.ask takes them, with the API the preset speaks. @returns {Provider} */
   current() {
     const { provider, base_url, model, budget, context, max_tokens } = this.fields;
     return {
@@ -257,4 +284,44 @@ export class LlmSettings {
   hasKeyOrLocal() {
     return Boolean(this.key) || Boolean(resolvePreset(this.fields.provider.value).local);
   }
+}
+
+// --- a provider as a turn uses it ---------------------------------------------------------------------
+
+/** readingRoom.ask's options as a provider, or else the panel's.
+ * @param {import("./protocol.js").AskOptions | undefined} options @param {LlmSettings} settings @returns {Provider} */
+export function providerFromOptions(options, settings) {
+  if (!options || !options.provider) return settings.current();
+  const preset = resolvePreset(options.provider);
+  return {
+    provider: preset.name,
+    api: preset.api,
+    base_url: options.base_url || preset.base_url,
+    model: options.model || preset.model,
+    key: options.key || "",
+    budget: clampBudget(options.budget ?? DEFAULT_BUDGET),
+    context: contextOrNull(options.context ?? ""),
+    max_tokens: clampMaxTokens(options.max_tokens ?? DEFAULT_MAX_TOKENS),
+  };
+}
+
+/** Whether the provider is a local server's preset on this computer or network (asked for its window and
+ * models); another endpoint is asked nothing but the answer. @param {Provider} provider */
+function isLocal(provider) {
+  try {
+    const preset = resolvePreset(provider.provider || "custom");
+    return Boolean(preset.local) && provider.api === "openai" && addressSpace(provider.base_url) !== "public";
+  } catch {
+    return false; // not a URL, or no such preset: the request itself will say so
+  }
+}
+
+/** The provider with a local server's first listed model and its reported context window filled in.
+ * @param {Provider} provider @returns {Promise<Provider>} */
+export async function withServerFacts(provider) {
+  if (!isLocal(provider)) return provider;
+  const model = provider.model || (await modelNames(provider.base_url))[0] || "";
+  const reported = provider.context ? null : await contextWindow({ base_url: provider.base_url, model });
+  const contextSource = provider.contextSource || (reported ? `the server's ${reported.source}` : "the settings");
+  return { ...provider, model, context: provider.context || reported?.tokens || null, contextSource };
 }

@@ -9,114 +9,114 @@
 // silent garbage. Errors reach the page as one line; the
 // details (a Python traceback, say) go to the console only.
 
-import { Checksums, GZIP, Progress, loadManifest } from "./download.js";
+import { Checksums, Progress, loadManifest } from "./download.js";
 import { Encoder } from "./embedding.js";
 import { countModules, fetchSnapshot, pythonFiles, startPython } from "./python_start.js";
 import { RangedReads } from "./ranged_reads.js";
 
-/** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Core} Core */
 /** @typedef {import("./protocol.js").Site} Site */
 /** @typedef {import("./protocol.js").FromSearchWorker} FromSearchWorker */
 /** @typedef {import("./protocol.js").ToSearchWorker} ToSearchWorker */
-/** @typedef {import("./protocol.js").SearchMessage} SearchMessage */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
+/** @typedef {import("./protocol.js").CoreSearchReply} CoreSearchReply */
+/** @typedef {import("./protocol.js").ManifestFiles} ManifestFiles */
+/** @typedef {import("./protocol.js").WorkerRequest} WorkerRequest */
+/** @typedef {import("./protocol.js").ErrorReply} ErrorReply */
+/** @typedef {import("./protocol.js").RepliesByType} RepliesByType */
 
 const nativeFetch = self.fetch.bind(self);
-/** @type {AppConfig} */
-let config;
-/** @type {Core} the readingroom_core.browser module */
-let core;
-/** @type {Site} the worker's one handle on the search core */
-let site;
-/** @type {Checksums} the manifest's sha256 of every data file */
-let checksums;
-/** @type {Encoder} */
-let encoder;
-/** @type {RangedReads} what a step of the core reads by range, fetched in batches */
-let reads;
-let semanticReady = false;
-let semanticError = null; // why semantic search is off for good (a failed load or query)
-let stage = "starting";
-const prefetched = new Map(); // site path -> bytes fetched ahead, handed to Python once
-// When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
-const timeline = {};
-/** @type {"snapshot" | "boot" | null} */
-let pythonStart = null;
-/** @type {() => number} */
-let pythonMemory = () => 0;
-const keyword = Promise.withResolvers();
-let keywordUp = false;
-/** @type {Promise<unknown>[]} the searches asked before keyword search was up, until they are answered */
-const earlySearches = [];
-/** @type {string[] | null} the index files to fetch whole once searches pause; null: not chosen yet */
-let wholeIndex = null;
-const wholeAtStart = new Set(); // the index files start-up fetches whole
-let requestsUnderWay = 0;
-let lastRequestEnded = 0; // performance.now()
+
+/**
+ * Everything the worker keeps between messages, its fields documented once: "init" brings the first four,
+ * start-up the rest (the manifest's checksums, then the site once keyword search is up).
+ * @param {import("./protocol.js").InitMessage} message
+ */
+function initialState({ config, port }) {
+  const progress = new Progress((kinds) => {
+    const { stage, timeline, pythonStart } = state;
+    post({ type: "progress", source: "search", stage, kinds, timeline: { ...timeline }, python_start: pythonStart });
+  });
+  const count = (/** @type {string} */ kind, /** @type {number} */ n) => progress.count(kind, n);
+  return {
+    config, // the page's settings
+    encoder: new Encoder(port), // the query encoder's worker, through the port the page handed over
+    reads: new RangedReads({ base: config.base, fetch: nativeFetch, count }), // what a step of the core reads by range
+    progress, // start-up byte counts, reported to the page
+    checksums: /** @type {Checksums | null} */ (null), // the manifest's sha256 of every data file, once it is in
+    site: /** @type {PromiseWithResolvers<Site>} */ (Promise.withResolvers()), // the one handle on the core: requests wait for it
+    keywordUp: false, // whether `site` has resolved
+    semanticReady: false,
+    semanticError: /** @type {string | null} */ (null), // why semantic search is off for good (a failed load or query)
+    stage: "starting", // the start-up stage the page shows
+    prefetched: /** @type {Map<string, Uint8Array>} */ (new Map()), // site path -> bytes fetched ahead, handed to Python once
+    // When each start-up step finished, in epoch ms (performance.timeOrigin differs between page and worker).
+    timeline: /** @type {import("./protocol.js").Timeline} */ ({}),
+    pythonStart: /** @type {"snapshot" | "boot" | null} */ (null), // Python restored from the snapshot, or booted
+    pythonMemory: () => 0, // the size of Python's WebAssembly memory, once it runs
+    earlySearches: /** @type {Promise<unknown>[]} */ ([]), // the searches asked before keyword search was up, until answered
+    wholeIndex: /** @type {string[] | null} */ (null), // the index files to fetch whole once searches pause; null: not chosen yet
+    wholeAtStart: /** @type {Set<string>} */ (new Set()), // the index files start-up fetches whole
+    requestsUnderWay: 0,
+    lastRequestEnded: 0, // performance.now() when the latest request ended
+  };
+}
+
+/** @typedef {ReturnType<typeof initialState>} WorkerState */
+/** @type {WorkerState} set by "init", which the page posts before any request */
+let state;
 
 /** @param {FromSearchWorker} message */
 function post(message) {
   self.postMessage(message);
 }
 
-const progress = new Progress((kinds) => {
-  post({ type: "progress", source: "search", stage, kinds, timeline: { ...timeline }, python_start: pythonStart });
-});
-
+/** @param {string} step */
 function mark(step) {
-  timeline[step] = performance.timeOrigin + performance.now();
+  state.timeline[step] = performance.timeOrigin + performance.now();
 }
 
+/** @param {string} text */
 function setStage(text) {
-  stage = text;
-  progress.report(true);
+  state.stage = text;
+  state.progress.report(true);
 }
 
+/** @param {string} kind */
 function counter(kind) {
-  return (n) => progress.count(kind, n);
+  return (/** @type {number} */ n) => state.progress.count(kind, n);
 }
 
+/** The manifest's checksums: start-up reads the manifest before any data file. */
+function checksums() {
+  if (!state.checksums) throw new Error("manifest.json is not in yet");
+  return state.checksums;
+}
+
+/** @param {string} path @param {string} kind */
 async function prefetch(path, kind) {
-  prefetched.set(path, await checksums.fetch(config.base, path, counter(kind)));
+  state.prefetched.set(path, await checksums().fetch(state.config.base, path, counter(kind)));
 }
 
 // One line for the visitor: a Python error's message is its whole traceback, whose last line says what.
+/** @param {unknown} error */
 function oneLine(error) {
-  const text = String(error && error.message ? error.message : error);
+  const described = error ? /** @type {{message?: unknown}} */ (error).message : undefined;
+  const text = String(described || error);
   const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
   const last = lines.length ? lines[lines.length - 1] : "unknown error";
   return last.length > 300 ? last.slice(0, 297) + "..." : last;
 }
 
-// The engine reads a whole file synchronously, as Python does, where the worker has not fetched it ahead;
-// a worker may block on a synchronous request, the page never does.
-/** @param {string} path @returns {Uint8Array} */
-function readSync(path) {
-  const ahead = prefetched.get(path);
+// The engine reads a whole file synchronously, as Python does, where the worker has not fetched it ahead.
+/** @param {Core} core @param {string} path @returns {Uint8Array} */
+function readSync(core, path) {
+  const ahead = state.prefetched.get(path);
   if (ahead) {
-    prefetched.delete(path);
+    state.prefetched.delete(path);
     return ahead;
   }
-  // Checked here against the manifest (from its .gz copy where it has one, gunzipped by the core's zlib).
-  const gzipped = checksums.expected.has(path + GZIP);
-  const request = new XMLHttpRequest();
-  request.open("GET", config.base + path + (gzipped ? GZIP : ""), false);
-  request.responseType = "arraybuffer";
-  request.send();
-  if (request.status !== 200) throw new Error(`${path}${gzipped ? GZIP : ""}: HTTP ${request.status}`);
-  progress.count("data", request.response.byteLength);
-  let bytes = new Uint8Array(request.response);
-  if (gzipped) {
-    try {
-      bytes = core.gunzipped(bytes);
-    } catch (error) {
-      console.error(`${path}${GZIP}:`, error);
-      throw new Error(`${path}${GZIP} could not be decompressed; the site's data is damaged`, { cause: error });
-    }
-  }
-  checksums.check(path, core.sha256_hex(bytes));
-  return bytes;
+  return checksums().readSync(state.config.base, path, counter("data"), core);
 }
 
 // Downloads come in waves, each chosen so that a slow line (20 Mbit/s) brings keyword search up soonest:
@@ -130,15 +130,16 @@ function readSync(path) {
 // range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's,
 // as before, held its boot back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s,
 // the first semantic one no later.
-async function start() {
+/** @param {WorkerState} state */
+async function start({ config, reads }) {
   setStage("Loading the Python runtime and the keyword index");
   const gzippedRuntime = new Set(config.gzipped.map((url) => new URL(url, self.location.href).href));
   const pyodideRoot = new URL(config.pyodide, self.location.href).href;
   const python = pythonFiles(pyodideRoot, gzippedRuntime, counter("pyodide"));
   self.fetch = python.fetchForPython;
   const manifest = loadManifest(config.manifest).then(({ text, manifest }) => {
-    checksums = new Checksums(manifest);
-    progress.count("data", text.length);
+    state.checksums = new Checksums(manifest);
+    state.progress.count("data", text.length);
     return { text, files: manifest.files };
   });
   const pythonFetched = Promise.all([manifest, python.fetched]).then(([{ files }]) => files);
@@ -158,8 +159,8 @@ async function start() {
     .then(async (files) => {
       const path = files.forward_index;
       if (!path) return;
-      wholeAtStart.add(path);
-      reads.keepWhole(path, await checksums.fetch(config.base, path, counter("data")));
+      state.wholeAtStart.add(path);
+      reads.keepWhole(path, await checksums().fetch(config.base, path, counter("data")));
     })
     .catch((error) => console.warn("The forward index will be read by range:", error));
   const snapshotUrl = new URL(config.python_snapshot, self.location.href).href;
@@ -167,47 +168,41 @@ async function start() {
   const snapshotFetched = snapshot.catch(() => {}); // failed or cancelled: Python boots instead
   const keywordFetched = Promise.all([indexFiles, snapshotFetched, python.fetched, forwardIndex]);
   keywordFetched.then(() => mark("keyword_files_fetched"), () => {});
-  startEncoderAfter(pythonFetched, Promise.all([indexFiles, forwardIndex]));
-  const semantic = Promise.all([manifest, Promise.race([keywordFetched, keyword.promise])]).then(
+  state.encoder.goAfter(pythonFetched.then(keywordFilesMs), Promise.all([indexFiles, forwardIndex]));
+  const semantic = Promise.all([manifest, Promise.race([keywordFetched, state.site.promise])]).then(
     async ([{ files }]) => {
-      if (earlySearches.length) await keyword.promise.then(() => Promise.allSettled(earlySearches));
+      if (state.earlySearches.length) await state.site.promise.then(() => Promise.allSettled(state.earlySearches));
       return startSemantic(files);
     },
   );
   semantic.catch(() => {}); // reported once keyword search is up (below)
   const runtime = { snapshot, glue: python.glue, pyodideRoot, wheel: config.wheel, countWheel: counter("runtime") };
   const python_ = startPython({ ...runtime, mark });
-  [{ core, pythonStart, memoryBytes: pythonMemory }] = await Promise.all([python_, manifest, indexFiles]);
+  const [{ core, pythonStart, memoryBytes }] = await Promise.all([python_, manifest, indexFiles]);
+  Object.assign(state, { pythonStart, pythonMemory: memoryBytes });
   mark("core_installed");
   countModules(pyodideRoot, counter("pyodide"));
   self.fetch = nativeFetch;
   python.forget();
   setStage("Starting keyword search");
-  site = core.open_site(readSync, (await manifest).text, reads.readRange, reads.announce);
+  const site = core.open_site((path) => readSync(core, path), (await manifest).text, reads.readRange, reads.announce);
   mark("keyword_ready");
-  encoder.post({ type: "session" }); // not before: Python's boot would share its core
-  keywordUp = true;
-  keyword.resolve();
+  state.encoder.post({ type: "session" }); // not before: Python's boot would share its core
+  state.keywordUp = true;
+  state.site.resolve(site);
   post({ type: "ready", which: "keyword" });
-  if (!semanticReady) setStage("Loading the semantic model and vectors");
-  return { semantic }; // wrapped: an async function returning a promise would wait for it
+  if (!state.semanticReady) setStage("Loading the semantic model and vectors");
+  return { semantic, site }; // wrapped: an async function returning a promise would wait for it
 }
 
-// The encoder's worker's 12 MB (the encoder and ORT Web's wasm) wait for the keyword files (10,000 papers:
-// 3.3 MB), which, shared with them (18 MB then), came 1.4 s later on a 20 Mbit/s line. Python's boot holds this thread as they come, so word that they are in
-// reaches the encoder's worker up to a second late, the line idle meanwhile: it is also told, once Python's
-// files are in, how long the keyword files should take at the rate Python's came, and starts at whichever
-// comes first.
-function startEncoderAfter(pythonFetched, keywordFetched) {
-  pythonFetched.then((files) => {
-    const keywordFiles = [files.paper_table, files.chunks, files.postings, files.forward_index, files.text_dictionary];
-    const after_ms = progress.msFor(checksums.wireBytes(keywordFiles.filter(Boolean)));
-    encoder.post({ type: "go", after_ms });
-  }, () => {});
-  const now = () => encoder.post({ type: "go", after_ms: 0 });
-  keywordFetched.then(now, now);
+/** How long the keyword files should take at the rate Python's came (Encoder.goAfter says why).
+ * @param {ManifestFiles} files */
+function keywordFilesMs(files) {
+  const keywordFiles = [files.paper_table, files.chunks, files.postings, files.forward_index, files.text_dictionary];
+  return state.progress.msFor(checksums().wireBytes(keywordFiles.flatMap((path) => (path ? [path] : []))));
 }
 
+/** @param {ManifestFiles} files */
 async function startSemantic(files) {
   const semanticFiles = Promise.all([
     prefetch(files.dense, "vectors"),
@@ -216,39 +211,41 @@ async function startSemantic(files) {
     prefetch(files.char_classes, "model"),
     prefetch(files.word_pieces, "model"),
   ]);
-  await Promise.all([semanticFiles, keyword.promise]);
+  const [, site] = await Promise.all([semanticFiles, state.site.promise]);
   mark("semantic_data_fetched");
   site.load_semantic(); // the dense directory and the papers' vectors; lists and rows are read by range
   mark("vectors_loaded");
-  const { checksums_ms } = await encoder.started;
-  semanticReady = true;
-  chooseWholeIndex();
+  const { checksums_ms } = await state.encoder.started;
+  state.semanticReady = true;
+  chooseWholeIndex(site);
   mark("semantic_ready");
-  progress.stop();
+  state.progress.stop();
   setStage("ready");
-  const checked = checksums.ms + checksums_ms;
+  const checked = checksums().ms + checksums_ms;
   post({ type: "ready", which: "semantic", checksums_ms: checked });
 }
 
+/** @param {unknown} error */
 function semanticFailed(error) {
   console.error("Semantic search is off; keyword search goes on:", error);
-  semanticReady = false;
-  semanticError = oneLine(error);
+  const semanticError = oneLine(error);
+  Object.assign(state, { semanticReady: false, semanticError });
   post({ type: "semantic_failed", error: semanticError });
 }
 
-/** The query's token ids for the encoder (field filters left out) and its vector. @param {string} query */
-async function embed(query) {
+/** The query's token ids for the encoder (field filters left out) and its vector.
+ * @param {Site} site @param {string} query */
+async function embed(site, query) {
   const idsProxy = site.encode_ids(query);
   const ids = Int32Array.from(idsProxy.toJs());
   idsProxy.destroy();
-  return encoder.embed(ids, wordPieceRows);
+  return state.encoder.embed(ids, (ids) => wordPieceRows(site, ids));
 }
 
 /** The ids' rows of the encoder's word-piece table, read by range (a few blocks of 6 KB a query).
- * @param {Int32Array} ids @returns {Promise<Uint8Array>} */
-async function wordPieceRows(ids) {
-  const rowsProxy = await reads.run(() => site.word_piece_rows(JSON.stringify(Array.from(ids))));
+ * @param {Site} site @param {Int32Array} ids @returns {Promise<Uint8Array>} */
+async function wordPieceRows(site, ids) {
+  const rowsProxy = await state.reads.run(() => site.word_piece_rows(JSON.stringify(Array.from(ids))));
   const rows = rowsProxy.toJs();
   rowsProxy.destroy();
   return rows;
@@ -256,113 +253,126 @@ async function wordPieceRows(ids) {
 
 const SEMANTIC_UNAVAILABLE = "Semantic search is unavailable on this site; use keyword or hybrid mode.";
 
+/** Whether the core or the worker refused the request (its reason in one line). @param {object} reply
+ * @returns {reply is ErrorReply} */
+const refused = (reply) => "error" in reply && Boolean(reply.error);
+
 /**
  * One search: parsed and keyword-ranked once (Site.prepare) while the encoder embeds the query, then
  * finished with the vector; keyword-only from the same prepared search when the semantic side fails.
- * @param {SearchMessage} message
- * @returns {Promise<SearchReply | {error: string}>}
+ * @param {import("./protocol.js").SearchMessage} message
+ * @returns {Promise<SearchReply | ErrorReply>}
  */
 async function search({ query, k, mode, filters }) {
-  await keyword.promise;
-  if (mode === "dense" && !semanticReady) {
-    return { error: semanticError ? SEMANTIC_UNAVAILABLE : "Semantic search is still loading; use keyword or hybrid mode." };
+  const site = await state.site.promise;
+  if (mode === "dense" && !state.semanticReady) {
+    return { error: state.semanticError ? SEMANTIC_UNAVAILABLE : "Semantic search is still loading; use keyword or hybrid mode." };
   }
   const started = performance.now();
   const request = JSON.stringify({ query, k, mode, filters });
-  const embedding = semanticReady && mode !== "bm25" ? embed(query) : null; // the encoder starts first
+  const embedding = state.semanticReady && mode !== "bm25" ? embed(site, query) : null; // the encoder starts first
   embedding?.catch(() => {}); // awaited below, unless the query is refused
   // The dense side's reads start once the vector is in, beside the keyword side's rounds rather than
   // after them; what fails there, search reports when it reads the same again.
   const denseAhead = embedding
-    ?.then(({ vector }) => vector && reads.run(() => site.dense_ahead(request, vector)))
+    ?.then(({ vector }) => vector && state.reads.run(() => site.dense_ahead(request, vector)))
     .catch(() => {});
-  const prepared = JSON.parse(await reads.run(() => site.prepare(request)));
+  /** @type {import("./protocol.js").Prepared} */
+  const prepared = JSON.parse(await state.reads.run(() => site.prepare(request)));
   if ("error" in prepared) return prepared;
   try {
-    return await finish(prepared, embedding, denseAhead, started);
+    return await finish(site, prepared, embedding, denseAhead, started);
   } finally {
     site.discard(prepared.search);
   }
 }
 
 /**
- * @param {{search: number, read_ahead: [string, number, number][]}} prepared
- * @param {Promise<{vector?: Float32Array, cached: boolean}> | null} embedding
+ * @param {Site} site
+ * @param {import("./protocol.js").PreparedSearch} prepared
+ * @param {Promise<{vector: Float32Array | undefined, cached: boolean}> | null} embedding
  * @param {Promise<unknown> | undefined} denseAhead
  * @param {number} started
+ * @returns {Promise<SearchReply | ErrorReply>}
  */
-async function finish(prepared, embedding, denseAhead, started) {
+async function finish(site, prepared, embedding, denseAhead, started) {
+  /** @param {Float32Array} [vector] undefined for none @returns {Promise<CoreSearchReply | ErrorReply>} */
+  const searched = async (vector) => JSON.parse(await state.reads.run(() => site.search(prepared.search, vector)));
+  /** @type {import("./protocol.js").SearchTimings} */
   const timings = { embed_ms: 0, search_ms: 0, ahead_ms: 0, texts_ahead: 0, python_memory_bytes: 0 };
   let embedded = started; // the core's time after the vector is timed apart from the embedding's
-  let vector; // undefined, not null, for none: Pyodide hands JavaScript's null to Python as JsNull
+  /** @type {Float32Array | undefined} undefined, not null, for none: Pyodide hands JavaScript's null to Python as JsNull */
+  let vector;
+  /** @type {CoreSearchReply | ErrorReply | undefined} */
   let reply;
   if (embedding) {
     try {
-      timings.texts_ahead = reads.readAhead(prepared.read_ahead);
+      timings.texts_ahead = state.reads.readAhead(prepared.read_ahead);
       timings.ahead_ms = performance.now() - started;
       let cached;
       ({ vector, cached } = await embedding);
       if (vector) timings.vector_cached = cached;
       embedded = performance.now();
       await denseAhead; // its blocks are read by then: search reads none of them twice
-      reply = JSON.parse(await reads.run(() => site.search(prepared.search, vector)));
+      reply = await searched(vector);
     } catch (error) {
-      reply = JSON.parse(await reads.run(() => site.search(prepared.search))); // throws when keyword search fails too
+      reply = await searched(); // throws when keyword search fails too
       semanticFailed(error);
       vector = undefined;
       delete timings.vector_cached;
-      if (reply.error) return { error: SEMANTIC_UNAVAILABLE }; // dense mode: nothing to fall back on
+      if (refused(reply)) return { error: SEMANTIC_UNAVAILABLE }; // dense mode: nothing to fall back on
     }
   }
-  reply ??= JSON.parse(await reads.run(() => site.search(prepared.search)));
-  if (reply.error) return reply;
+  reply ??= await searched();
+  if (refused(reply)) return reply;
   Object.assign(timings, { embed_ms: embedded - started, search_ms: performance.now() - embedded });
-  timings.python_memory_bytes = pythonMemory();
+  timings.python_memory_bytes = state.pythonMemory();
   return { ...reply, semantic: vector !== undefined, timings };
 }
 
 // Ask mode: the evidence for a question (sources, page texts and the prompt, fitted to the token budget)
 // and the verdict on an answer's citations, from the core through the browser boundary; the provider
 // call itself is the page's.
-/** @param {import("./protocol.js").EvidenceMessage} message @returns {Promise<import("./protocol.js").EvidenceReply>} */
+/** @param {import("./protocol.js").EvidenceMessage} message
+ * @returns {Promise<import("./protocol.js").EvidenceReply | ErrorReply>} */
 async function evidence({ question, history, budget, context, max_tokens }) {
-  await keyword.promise;
+  const site = await state.site.promise;
   const request = JSON.stringify({ question, history, budget, context, max_tokens });
-  const vector = semanticReady ? (await embed(site.ask_retrieval_query(request))).vector : undefined;
-  return JSON.parse(await reads.run(() => site.ask_evidence(request, vector)));
+  const vector = state.semanticReady ? (await embed(site, site.ask_retrieval_query(request))).vector : undefined;
+  return JSON.parse(await state.reads.run(() => site.ask_evidence(request, vector)));
 }
 
 /** @param {import("./protocol.js").VerifyMessage} message @returns {Promise<import("./protocol.js").VerifyReply>} */
 async function verify({ answer, evidence }) {
-  await keyword.promise;
+  const site = await state.site.promise;
   // ranged: a quote cited outside the sources is looked for in the whole list's index
-  return JSON.parse(await reads.run(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
+  return JSON.parse(await state.reads.run(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
 }
 
-/** @type {{[type: string]: (request: any) => Promise<object>}} each request's handler, by its type */
+/** @typedef {import("./protocol.js").RequestsByType} RequestsByType */
+/** @type {{[T in keyof RequestsByType]: (request: RequestsByType[T]) => Promise<RepliesByType[T] | ErrorReply>}} each
+ * request's handler, by its type */
 const REQUESTS = { search, evidence, verify };
 
 /** @param {import("./protocol.js").InitMessage} message */
 async function init(message) {
+  state = initialState(message);
   mark("worker_started");
-  config = message.config;
-  encoder = new Encoder(message.port);
-  reads = new RangedReads({ base: config.base, fetch: nativeFetch, count: (kind, n) => progress.count(kind, n) });
-  let semantic;
+  let started;
   try {
-    ({ semantic } = await start());
+    started = await start(state);
   } catch (error) {
     console.error("Search could not start:", error);
-    post({ type: "failed", error: oneLine(error), stage });
+    post({ type: "failed", error: oneLine(error), stage: state.stage });
     return;
   }
   try {
-    await semantic;
+    await started.semantic;
   } catch (error) {
-    progress.stop();
+    state.progress.stop();
     semanticFailed(error);
   }
-  await readIndexWhole().catch((error) => console.warn("The index stays read by range:", error));
+  await readIndexWhole(started.site).catch((error) => console.warn("The index stays read by range:", error));
 }
 
 // Background downloads wait until no request has run for this long: a visitor's searches keep the line.
@@ -370,8 +380,8 @@ const QUIET_MS = 1000;
 
 async function quiet() {
   for (;;) {
-    const waited = performance.now() - lastRequestEnded;
-    if (!requestsUnderWay && waited >= QUIET_MS) return;
+    const waited = performance.now() - state.lastRequestEnded;
+    if (!state.requestsUnderWay && waited >= QUIET_MS) return;
     await new Promise((resolve) => setTimeout(resolve, Math.max(QUIET_MS - waited, 100)));
   }
 }
@@ -385,39 +395,38 @@ async function quiet() {
 //   931-944 -> 651 ms.
 // The encoder's word-piece table (11.8 MB, whatever the list) stays ranged: 13 ms a query more.
 // Chosen as semantic search comes up (its files are then known), so the start-up timeline says so.
-function chooseWholeIndex() {
-  const files = JSON.parse(site.ranged_files()).filter((path) => !wholeAtStart.has(path));
+/** @param {Site} site */
+function chooseWholeIndex(site) {
+  /** @type {string[]} */
+  const ranged = JSON.parse(site.ranged_files());
+  const files = ranged.filter((path) => !state.wholeAtStart.has(path));
   let total = 0;
-  const fit = files.findIndex((path) => (total += checksums.wireBytes([path])) > config.whole_index_bytes);
-  wholeIndex = fit === -1 ? files : files.slice(0, fit);
-  if (wholeIndex.length) mark("index_whole_wanted");
+  const fit = files.findIndex((path) => (total += checksums().wireBytes([path])) > state.config.whole_index_bytes);
+  state.wholeIndex = fit === -1 ? files : files.slice(0, fit);
+  if (state.wholeIndex.length) mark("index_whole_wanted");
 }
 
-// A file that fails (its checksum, the network) stays ranged: the core checks its blocks as before.
-async function readIndexWhole() {
-  if (!wholeIndex) {
-    chooseWholeIndex(); // semantic search failed: the keyword side's files
-    post({ type: "timeline", timeline: { ...timeline } });
+/** @param {Site} site */
+async function readIndexWhole(site) {
+  if (!state.wholeIndex) {
+    chooseWholeIndex(site); // semantic search failed: the keyword side's files
+    post({ type: "timeline", timeline: { ...state.timeline } });
   }
-  if (!wholeIndex?.length) return;
-  for (const path of wholeIndex) {
-    await quiet();
-    try {
-      reads.keepWhole(path, await checksums.fetch(config.base, path, () => {}));
-    } catch (error) {
-      console.warn(`${path} stays read by range:`, error);
-    }
-  }
+  if (!state.wholeIndex?.length) return;
+  await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, () => {}), quiet);
   mark("index_read_whole");
-  post({ type: "timeline", timeline: { ...timeline } });
+  post({ type: "timeline", timeline: { ...state.timeline } });
 }
 
-/** @param {import("./protocol.js").WorkerRequest} request */
+/** @param {WorkerRequest} request */
 async function answer(request) {
-  requestsUnderWay++;
+  state.requestsUnderWay++;
   try {
-    const replied = REQUESTS[request.type](request);
-    if (request.type === "search" && !keywordUp) earlySearches.push(replied.catch(() => {}));
+    const handler = /** @type {(request: WorkerRequest) => Promise<RepliesByType[keyof RepliesByType] | ErrorReply>} */ (
+      REQUESTS[request.type]
+    ); // tsc does not tie a handler to its request's type
+    const replied = handler(request);
+    if (request.type === "search" && !state.keywordUp) state.earlySearches.push(replied.catch(() => {}));
     const reply = await replied;
     if ("error" in reply) post({ type: "result", id: request.id, error: reply.error });
     else post({ type: "result", id: request.id, reply });
@@ -425,14 +434,14 @@ async function answer(request) {
     console.error(`${request.type} failed:`, error);
     post({ type: "result", id: request.id, error: oneLine(error) });
   } finally {
-    requestsUnderWay--;
-    lastRequestEnded = performance.now();
+    state.requestsUnderWay--;
+    state.lastRequestEnded = performance.now();
   }
 }
 
 self.onmessage = ({ data }) => {
   const message = /** @type {ToSearchWorker} */ (data);
   if (message.type === "init") init(message);
-  else if (message.type === "encoder_failed") encoder.failed(new Error(message.error));
+  else if (message.type === "encoder_failed") state.encoder.failed(new Error(message.error));
   else answer(message);
 };

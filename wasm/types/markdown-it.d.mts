@@ -1,4 +1,3 @@
 // markdown-it's browser build, which the build copies beside answer.js as ./markdown-it.mjs
-// (builder/stages/render.py copy_page_modules); the package ships no types of its own.
-declare const MarkdownIt: any;
-export default MarkdownIt;
+// (builder/site/runtime.py copy_page_modules): the same code as the npm package, so its types.
+export { default } from "markdown-it";
