@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder import __version__, config, ctrl_c
+from builder import __version__, config, ctrl_c, report
 from builder.commands import build, reading_list, search, serve
 from builder.commands.ask import add_ask_command, run_ask_command
 from builder.commands.beir import add_beir_command, run_beir_command
@@ -131,6 +131,16 @@ def _positive(kind: type[float] | type[int]):
         return value
 
     return read
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: pass 1 to 65535, or 0 to pick a free one")
+    return port
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -260,7 +270,7 @@ def _add_site_commands(commands) -> None:
         description="A local static server with the MIME types the browser runtime needs (.wasm, .mjs).",
     )
     serve.add_argument("--site", type=Path, default=DEFAULT_OUT, metavar="DIR", help="the built site folder")
-    serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default: 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
 
 
 COMMANDS = {
@@ -282,15 +292,19 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     use_offline_environment()
-    from builder.evaluation.evaluate import QuestionsFileError
     from readingroom_core.querysyntax import QuerySyntaxError
+    from readingroom_core.ranges import DamagedData
 
     args = make_parser().parse_args(argv)
     ctrl_c.listen()
     try:
         return COMMANDS[args.command](args)
-    except (config.CorpusError, FileNotFoundError, QuerySyntaxError, QuestionsFileError) as exc:
+    except (config.CorpusError, report.ReportError, FileNotFoundError, QuerySyntaxError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DamagedData as exc:  # a site's file does not hold what its manifest says: only a build mends it
+        site = f"the site in {args.site}: " if hasattr(args, "site") else ""
+        print(f"error: {site}{exc}; build the site again (`python -m builder build`)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: the caches and the site are written atomically, nothing is half done
         print(f"interrupted: {args.command} stopped; what it finished is kept", file=sys.stderr)

@@ -25,6 +25,16 @@ ARXIV_ID = re.compile(
 )
 MAX_TAG = 64  # characters: a tag is a label in the corpus table and a search filter
 MAX_NOTE = 2_000  # characters: a note is a line or two on the paper's page
+# The title heads every page, names every browser tab and sits in manifest.json, which every visit
+# downloads: a list's name with a subtitle is well under 200 characters.
+MAX_SITE_TITLE = 200
+MAX_DESCRIPTION = 2_000  # characters: like a note, a paragraph on the front page (and its meta tag)
+# Characters refused in the corpus file's text: C0 and C1 controls (a NUL; an ESC, which recolours the
+# terminal `list` prints to) and the bidirectional overrides and isolates, which show text in another
+# order than the one it is stored in. A note and the description may hold tabs and line breaks.
+ONE_LINE_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+MULTI_LINE_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+SETTING_LIMITS = {"title": MAX_SITE_TITLE, "description": MAX_DESCRIPTION}
 
 TEXT_SETTINGS = {"title", "description", "base_url", "model", "query_prefix", "document_prefix"}
 NUMBER_SETTINGS = {"whole_index_mb"}
@@ -97,6 +107,8 @@ def parse_corpus(text: str, source: str = "corpus file") -> Corpus:
                 raise CorpusError(f"{source}: [site] {key} must be a number of 0 or more, e.g. {key} = 16")
         elif not isinstance(value, str):
             raise CorpusError(f'{source}: [site] {key} must be a string in quotes, e.g. {key} = "…"')
+        else:
+            check_text(value, f"{source}: [site] {key}", SETTING_LIMITS.get(key), lines=key == "description")
     settings = Settings(**site)
     check_base_url(settings.base_url, source)
     papers: list[PaperRef] = []
@@ -184,28 +196,73 @@ def _paper_ref(entry: dict, where: str) -> PaperRef:
     tags = entry.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise CorpusError(f'{where}: tags must be a list of strings, e.g. tags = ["rag"]')
-    for tag in tags:
-        if len(tag) > MAX_TAG:
-            raise CorpusError(f"{where}: tag {tag[:20]!r}… has {len(tag)} characters; at most {MAX_TAG}")
     note = entry.get("note", "")
     if not isinstance(note, str):
         raise CorpusError(f'{where}: note must be a string in quotes, e.g. note = "why it matters"')
-    if len(note) > MAX_NOTE:
-        raise CorpusError(
-            f"{where}: note has {len(note)} characters; at most {MAX_NOTE} (keep the rest elsewhere)"
-        )
+    where = f"{where} ({arxiv_id})"
+    check_tags(tags, where)
+    check_text(note, f"{where}: note", MAX_NOTE, lines=True)
     return PaperRef(arxiv_id=arxiv_id, version=pinned, tags=tuple(tags), note=note)
 
 
+def check_tags(tags: list[str], where: str) -> None:
+    """A tag is a search filter: a blank one would be an option that shows nothing, the empty one
+    equal to "all"."""
+    for tag in tags:
+        if len(tag) > MAX_TAG:
+            raise CorpusError(f"{where}: tag {tag[:20]!r}… has {len(tag)} characters; at most {MAX_TAG}")
+        if not tag.strip():
+            raise CorpusError(f"{where}: tag {tag!r} is blank; give it a word or remove it")
+        check_text(tag, f"{where}: tag {tag!r}")
+
+
+def check_text(value: str, field: str, limit: int | None = None, lines: bool = False) -> None:
+    """A text of the corpus file within its length limit and free of the characters that would be
+    written raw into every page and every terminal; `field` names it ("FILE: [site] title")."""
+    if limit is not None and len(value) > limit:
+        raise CorpusError(f"{field} has {len(value)} characters; at most {limit} (keep the rest elsewhere)")
+    found = (MULTI_LINE_UNSAFE if lines else ONE_LINE_UNSAFE).search(value)
+    if found:
+        kind = "a control character" if found[0] <= "\x9f" else "a bidirectional override"
+        raise CorpusError(
+            f"{field} holds U+{ord(found[0]):04X} ({kind}) at character {found.start() + 1}; remove it"
+        )
+
+
 def load_corpus(path: Path) -> Corpus:
+    return parse_corpus(read_corpus_text(path), str(path))
+
+
+def read_corpus_text(path: Path) -> str:
     if not path.exists():
         raise CorpusError(f"{path}: no such corpus file; create it or pass --corpus FILE")
-    return parse_corpus(path.read_text(encoding="utf-8"), str(path))
+    return read_text(path, "corpus file", "pass --corpus FILE with the reading list's .toml file")
+
+
+def read_text(path: Path, what: str, fix: str) -> str:
+    """A file people edit, as UTF-8 text; a folder, an unreadable file or other bytes are a CorpusError
+    naming the file and the place."""
+    if path.is_dir():
+        raise CorpusError(f"{path} is a folder, not a {what}; {fix}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read the {what} ({exc.strerror}); {fix}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CorpusError(
+            f"{path}: the {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+            "save it as UTF-8"
+        ) from exc
 
 
 def add_papers(path: Path, refs: list[PaperRef]) -> list[PaperRef]:
     """Append entries not yet listed; returns those actually added."""
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    text = read_corpus_text(path)
+    parse_corpus(text, str(path))  # the entries below are of the shapes it checks
+    document = tomlkit.parse(text)
     listed = {split_arxiv_id(str(t["id"]))[0] for t in document.get("paper", [])}
     added = []
     for ref in refs:
@@ -234,7 +291,9 @@ def add_papers(path: Path, refs: list[PaperRef]) -> list[PaperRef]:
 
 def remove_papers(path: Path, arxiv_ids: list[str]) -> list[str]:
     """Remove listed entries; returns the ids actually removed."""
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    text = read_corpus_text(path)
+    parse_corpus(text, str(path))  # the entries below are of the shapes it checks
+    document = tomlkit.parse(text)
     wanted = {split_arxiv_id(i)[0] for i in arxiv_ids}
     papers = document.get("paper", [])
     removed = []
@@ -258,15 +317,61 @@ def lock_path_for(corpus_path: Path) -> Path:
 
 
 def load_lock(path: Path) -> dict[str, LockEntry]:
+    """The versions and checksums a build resolved, checked for the shape `write_lock` gives them: any
+    other (a hand edit, a merge gone wrong) is a CorpusError naming the file and the entry."""
     if not path.exists():
         return {}
+    fix = "delete it to resolve versions afresh"
+    text = read_text(path, "lock file", fix)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {arxiv_id: LockEntry(**entry) for arxiv_id, entry in data["papers"].items()}
-    except (ValueError, KeyError, TypeError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CorpusError(f"{path}: the lock file is not JSON ({exc}); {fix}") from exc
+    papers = data.get("papers") if isinstance(data, dict) else None
+    if not isinstance(papers, dict):
+        if not isinstance(data, dict):
+            found = f"a JSON {_json_kind(data)}"
+        else:
+            found = f'"papers" as a JSON {_json_kind(papers)}' if "papers" in data else 'no "papers"'
         raise CorpusError(
-            f"{path}: unreadable lock file ({exc}); delete it to resolve versions afresh"
-        ) from exc
+            f'{path}: the lock file must be {{"papers": {{ID: {{"version", "pdf_sha256"}}, …}}}}; '
+            f"found {found}; {fix}"
+        )
+    entries = {}
+    for arxiv_id, entry in papers.items():
+        if not _lock_entry_shaped(arxiv_id, entry):
+            raise CorpusError(
+                f'{path}: entry {arxiv_id!r} must be {{"version": "vN", "pdf_sha256": "<64 hex digits>"}} '
+                f"under an arXiv id, found {_shortened(json.dumps(entry))}; remove the entry "
+                "or delete the file to resolve versions afresh"
+            )
+        entries[arxiv_id] = LockEntry(**entry)
+    return entries
+
+
+def _json_kind(value: object) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return kinds.get(type(value), "number")
+
+
+def _shortened(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _lock_entry_shaped(arxiv_id: str, entry: object) -> bool:
+    try:
+        named = split_arxiv_id(arxiv_id) == (arxiv_id, None)
+    except CorpusError:
+        return False
+    return (
+        named
+        and isinstance(entry, dict)
+        and set(entry) == {"version", "pdf_sha256"}
+        and isinstance(entry["version"], str)
+        and re.fullmatch(r"v\d+", entry["version"], re.ASCII) is not None
+        and isinstance(entry["pdf_sha256"], str)
+        and re.fullmatch(r"[0-9a-fA-F]{64}", entry["pdf_sha256"]) is not None
+    )
 
 
 def write_lock(path: Path, entries: dict[str, LockEntry]) -> None:

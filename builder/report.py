@@ -18,6 +18,10 @@ from builder.models import Failure
 REPORT_FILE = "build-report.json"
 
 
+class ReportError(ValueError):
+    """The build report cannot be read; the message names the file and the fix."""
+
+
 @dataclass(frozen=True)
 class FlaggedPage:
     arxiv_id: str
@@ -102,4 +106,9 @@ def read_report(out_dir: Path) -> BuildReport:
     path = out_dir / REPORT_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run `python -m builder build --out {out_dir}` first")
-    return BuildReport.from_json(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        return BuildReport.from_json(json.loads(path.read_bytes()))
+    except (ValueError, KeyError, TypeError, AttributeError, IsADirectoryError) as exc:
+        raise ReportError(
+            f"{path} is damaged ({exc!r}); run `python -m builder build --out {out_dir}` again"
+        ) from exc

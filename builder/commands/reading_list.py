@@ -13,6 +13,8 @@ from builder.models import PaperRef
 
 
 def _refs(ids: list[str], tags: list[str], note: str = "") -> list[PaperRef]:
+    config.check_tags(tags, "--tag")  # named as typed, before the corpus file would refuse them
+    config.check_text(note, "--note", config.MAX_NOTE, lines=True)
     refs = []
     for raw in ids:
         arxiv_id, version = config.split_arxiv_id(raw)
@@ -40,6 +42,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
+def shown(text: str) -> str:
+    """A line as the terminal should print it: a note's tabs and line breaks (the only control
+    characters the corpus file lets through) escaped, so one paper stays one line."""
+    return config.ONE_LINE_UNSAFE.sub(lambda found: ascii(found[0])[1:-1], text)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     corpus = config.load_corpus(args.corpus)
     if args.json:
@@ -52,7 +60,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for ref in corpus.papers:
         tags = f"  [{', '.join(ref.tags)}]" if ref.tags else ""
         note = f"  {ref.note}" if ref.note else ""
-        print(f"{ref.arxiv_id}{ref.version or ''}{tags}{note}")
+        print(shown(f"{ref.arxiv_id}{ref.version or ''}{tags}{note}"))
     print(f"{len(corpus.papers)} papers", file=sys.stderr)
     return 0
 
@@ -60,6 +68,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_import_bibtex(args: argparse.Namespace) -> int:
     if not args.file.exists():
         raise config.CorpusError(f"{args.file}: no such BibTeX file")
+    if args.file.is_dir():
+        raise config.CorpusError(f"{args.file} is a folder, not a BibTeX file; pass the .bib file")
     entries = parse_bibtex(args.file.read_text(encoding="utf-8", errors="replace"))
     ids, skipped = [], []
     for entry in entries:

@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builder.config import read_text
+
+if TYPE_CHECKING:
+    from readingroom_core.browser import Site
 
 RANKING_ARGUMENTS = {  # SearchOptions field -> help
     "fusion": "weighted (min-max normalised scores) or rrf",
@@ -40,13 +47,23 @@ def ranking_options(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in RANKING_ARGUMENTS if getattr(args, name) is not None}
 
 
+def open_built_site(site_dir: Path) -> Site:
+    """The built site in `site_dir`; a manifest that cannot be read is damage, named as such."""
+    from readingroom_core.browser import open_folder
+    from readingroom_core.ranges import DamagedData
+
+    try:
+        return open_folder(site_dir)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DamagedData(f"manifest.json cannot be read ({exc!r})") from exc
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from builder.query_encoder import OnnxQueryEncoder
-    from readingroom_core.browser import open_folder
     from readingroom_core.options import SearchOptions
     from readingroom_core.querysyntax import embedding_text
 
-    site = open_folder(args.site)
+    site = open_built_site(args.site)
     encoder = None if args.mode == "bm25" else OnnxQueryEncoder.from_site(args.site, site.manifest)
     vector = encoder.encode([embedding_text(args.text)])[0] if encoder else None
     options = SearchOptions(k=args.k, mode=args.mode, **ranking_options(args))
@@ -67,17 +84,20 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from builder.evaluation.evaluate import evaluate, format_table, load_questions
+    from builder.evaluation.evaluate import QuestionsFileError, evaluate, format_table, load_questions
     from builder.query_encoder import OnnxQueryEncoder
-    from readingroom_core.browser import open_folder
     from readingroom_core.options import SearchOptions
 
     if not args.questions.exists():
         raise FileNotFoundError(f"{args.questions}: no such questions file")
-    site = open_folder(args.site)
+    read_text(args.questions, "questions file", "pass --questions FILE, one JSON question a line")
+    try:
+        questions = load_questions(args.questions)
+    except QuestionsFileError as exc:  # it names the file and the line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    site = open_built_site(args.site)
     encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
-    summary = evaluate(
-        site.engine, encoder.encode, load_questions(args.questions), SearchOptions(**ranking_options(args))
-    )
+    summary = evaluate(site.engine, encoder.encode, questions, SearchOptions(**ranking_options(args)))
     print(json.dumps(summary) if args.json else format_table(summary))
     return 0

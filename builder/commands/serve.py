@@ -10,18 +10,27 @@ are always sent as stored (identity), ranged or not. Replies are HTTP/1.1 with a
 form: the file's mtime and size in hex), as Pages sends them: chromium keeps a 206 in its HTTP cache only
 from HTTP/1.1 with a strong validator, so over HTTP/1.0 a range asked again went back to the server,
 where on Pages the browser's cache answers it.
+
+Every client is bounded (ConnectionLimits): the request's head must arrive within a deadline, a reply
+that moves no byte for a while is dropped, and only so many connections are served at once, so a client
+trickling bytes holds one thread for seconds, not for good. The head's lines and their number are
+bounded by http.server (65,536 bytes a line, 100 headers: 414 and 431).
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import io
 import json
 import os
 import posixpath
 import re
+import socket
 import sys
 import threading
+import time
+from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +63,39 @@ HASHED_FOLDER = re.compile(r"/runtime/[a-z]+-[0-9a-f]{12}/")
 IMMUTABLE = "public, max-age=31536000, immutable"
 # Statuses of a reply that carries (part of) a file: they say the file may be read by range.
 FILE_STATUSES = (HTTPStatus.OK, HTTPStatus.PARTIAL_CONTENT, HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """How long one client may take and how many are served at once."""
+
+    # A browser sends a request's head in one packet; on loopback a head not in after 10 s is a client
+    # that is not sending one.
+    head_seconds: float = 10.0
+    idle_seconds: float = 30.0  # while replying, the longest wait for the client to take more bytes
+    # Chromium opens at most 6 connections to one host; tests and benches run up to 50 clients at once.
+    connections: int = 64
+    wait_seconds: float = 5.0  # for a connection to end before a new one is answered 503
+
+
+DEFAULT_LIMITS = ConnectionLimits()
+
+
+class HeadReader(socket.SocketIO):
+    """A connection's reads, each given only what is left of the deadline for the request's head."""
+
+    def __init__(self, connection: socket.socket, seconds: float):
+        super().__init__(connection, "rb")
+        self.connection = connection
+        self.deadline: float | None = time.monotonic() + seconds
+
+    def readinto(self, buffer) -> int | None:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request's head did not arrive in time")
+            self.connection.settimeout(left)
+        return super().readinto(buffer)
 
 
 class FileSlice:
@@ -110,17 +152,31 @@ class SiteHandler(SimpleHTTPRequestHandler):
     status = 0  # of the reply being sent: end_headers says Accept-Ranges on a file's reply
     etag = ""  # of the file the reply is about, sent with it
 
-    def __init__(self, *args, base_url: str, quiet: bool, **kwargs):
+    def __init__(
+        self, *args, base_url: str, quiet: bool, limits: ConnectionLimits = DEFAULT_LIMITS, **kwargs
+    ):
         self.base_url = base_url
         # Paths are compared decoded: a browser asks for "/my%20list/" or "/caf%C3%A9/" for a base_url
         # written either way.
         self.site_prefix = unquote(base_url)
         self.quiet = quiet
+        self.limits = limits
         super().__init__(*args, **kwargs)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the plain reader made by setup: reads wait on the head's deadline instead
+        self.head_reader = HeadReader(self.connection, self.limits.head_seconds)
+        self.rfile = io.BufferedReader(self.head_reader)
 
     def parse_request(self) -> bool:
         """Only HTTP/1.0 and 1.1 are served: an HTTP/0.9 reply would have no status line at all."""
-        if not super().parse_request():
+        try:
+            parsed = super().parse_request()
+        finally:  # the head is in (or refused): from here on only a stalled reply times out
+            self.head_reader.deadline = None
+            self.connection.settimeout(self.limits.idle_seconds)
+        if not parsed:
             return False
         if self.request_version in ("HTTP/1.0", "HTTP/1.1"):
             return True
@@ -169,26 +225,30 @@ class SiteHandler(SimpleHTTPRequestHandler):
     def send_range(self, file_path: str):
         """One byte range of the file (206), a 416, or the whole file when the range is to be ignored."""
         file = open(file_path, "rb")  # noqa: SIM115 -- do_GET closes what send_head returns
-        stat = os.fstat(file.fileno())
-        wanted = requested_range(self.headers["Range"], stat.st_size)
-        if_range = self.headers.get("If-Range")  # the range holds only for the file as the client knows it
-        if wanted is None or if_range not in (None, self.etag, self.date_time_string(stat.st_mtime)):
-            file.close()
-            return super().send_head()  # the whole file, as a plain GET gets it
-        if isinstance(wanted, Unsatisfiable):
-            file.close()
-            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+        try:
+            stat = os.fstat(file.fileno())
+            wanted = requested_range(self.headers["Range"], stat.st_size)
+            if_range = self.headers.get("If-Range")  # the range holds for the file as the client knows it
+            if wanted is None or if_range not in (None, self.etag, self.date_time_string(stat.st_mtime)):
+                file.close()
+                return super().send_head()  # the whole file, as a plain GET gets it
+            if isinstance(wanted, Unsatisfiable):
+                file.close()
+                self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+                self.send_header("Content-Range", wanted.content_range)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            self.send_response(HTTPStatus.PARTIAL_CONTENT)
+            self.send_header("Content-Type", self.guess_type(file_path))
             self.send_header("Content-Range", wanted.content_range)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(wanted.stop - wanted.start))
+            self.send_header("Last-Modified", self.date_time_string(stat.st_mtime))
             self.end_headers()
-            return None
-        self.send_response(HTTPStatus.PARTIAL_CONTENT)
-        self.send_header("Content-Type", self.guess_type(file_path))
-        self.send_header("Content-Range", wanted.content_range)
-        self.send_header("Content-Length", str(wanted.stop - wanted.start))
-        self.send_header("Last-Modified", self.date_time_string(stat.st_mtime))
-        self.end_headers()
-        return FileSlice(file, wanted)
+            return FileSlice(file, wanted)
+        except BaseException:  # a client gone while the headers went out: the file is not kept open
+            file.close()
+            raise
 
     def send_response(self, code, message=None):
         self.status = code
@@ -254,18 +314,65 @@ class SiteServer(ThreadingHTTPServer):
     # the listen queue; the default of 5 drops some of 20 parallel clients into a 60 s retry.
     request_queue_size = 128
 
+    def __init__(self, address: tuple[str, int], handler, limits: ConnectionLimits = DEFAULT_LIMITS):
+        self.limits = limits
+        self.slots = threading.BoundedSemaphore(limits.connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address):
+        """A thread for the connection once fewer than `limits.connections` are served; else a 503."""
+        if not self.slots.acquire(timeout=self.limits.wait_seconds):
+            busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: none will give the slot back
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 
 
-def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> ThreadingHTTPServer:
+def busy(connection: socket.socket) -> None:
+    """Tell a client that found every connection taken to come back. What it sent so far is read
+    (and dropped) first: closing over unread bytes would be a reset, which discards the reply."""
+    try:
+        connection.settimeout(0)
+        connection.recv(65536)
+    except OSError:
+        pass  # nothing sent yet
+    try:
+        connection.settimeout(1.0)
+        connection.sendall(
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+    except OSError:
+        pass  # gone already
+
+
+def make_server(
+    site_dir: Path, port: int = 8000, quiet: bool = False, limits: ConnectionLimits = DEFAULT_LIMITS
+) -> ThreadingHTTPServer:
     """A server bound to 127.0.0.1 (port 0 picks a free one: see `server.server_address`)."""
     handler = partial(
-        SiteHandler, directory=str(Path(site_dir).resolve()), base_url=base_url_of(site_dir), quiet=quiet
+        SiteHandler,
+        directory=str(Path(site_dir).resolve()),
+        base_url=base_url_of(site_dir),
+        quiet=quiet,
+        limits=limits,
     )
     try:
-        return SiteServer((HOST, port), handler)
+        return SiteServer((HOST, port), handler, limits)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             raise
@@ -275,9 +382,11 @@ def make_server(site_dir: Path, port: int = 8000, quiet: bool = False) -> Thread
         ) from exc
 
 
-def serve_in_thread(site_dir: Path, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+def serve_in_thread(
+    site_dir: Path, port: int = 0, limits: ConnectionLimits = DEFAULT_LIMITS
+) -> tuple[ThreadingHTTPServer, str]:
     """Start a quiet server in a daemon thread; return it and the site's URL. Call `.shutdown()` to stop."""
-    server = make_server(site_dir, port, quiet=True)
+    server = make_server(site_dir, port, quiet=True, limits=limits)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, site_url(server, site_dir)
 

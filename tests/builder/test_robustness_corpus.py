@@ -7,7 +7,9 @@ import pytest
 from builder.cli import main
 from builder.commands.bibtex import parse_bibtex
 from builder.config import (
+    MAX_DESCRIPTION,
     MAX_NOTE,
+    MAX_SITE_TITLE,
     MAX_TAG,
     CorpusError,
     check_base_url,
@@ -147,3 +149,36 @@ def test_bibtex_parsing_is_linear(text):
     started = time.perf_counter()
     parse_bibtex(text)
     assert time.perf_counter() - started < 0.5
+
+
+def test_text_in_any_script_passes_the_character_checks():
+    text = (
+        '[site]\ntitle = "קריאה \u200f Reading — naïve 読書"\ndescription = "two\\nlines\\tand a tab"\n\n'
+        '[[paper]]\nid = "2005.11401"\ntags = ["👩\u200d💻", "ﬁ", "rag"]\nnote = "first line\\nsecond\\tcolumn"\n'
+    )
+    corpus = parse_corpus(text, SOURCE)
+    assert corpus.settings.title == "קריאה \u200f Reading — naïve 読書"
+    assert corpus.papers[0].tags == ("👩\u200d💻", "ﬁ", "rag")
+
+
+@pytest.mark.parametrize(("field", "limit"), [("title", MAX_SITE_TITLE), ("description", MAX_DESCRIPTION)])
+def test_site_title_and_description_have_size_limits(field, limit):
+    parse_corpus(f'[site]\n{field} = "{"x" * limit}"\n', SOURCE)
+    with pytest.raises(CorpusError, match=rf"\[site\] {field} has {limit + 1} characters; at most {limit}"):
+        parse_corpus(f'[site]\n{field} = "{"x" * (limit + 1)}"\n', SOURCE)
+
+
+def test_list_prints_a_notes_line_breaks_and_tabs_escaped(tmp_path, capsys):
+    corpus = tmp_path / "readingroom.toml"
+    corpus.write_text('[[paper]]\nid = "2005.11401"\nnote = "first line\\nsecond\\tcolumn"\n')
+    assert main(["list", "--corpus", str(corpus)]) == 0
+    assert capsys.readouterr().out == "2005.11401  first line\\nsecond\\tcolumn\n"
+
+
+def test_add_with_a_blank_tag_leaves_the_corpus_file_as_it_was(tmp_path, capsys):
+    corpus = tmp_path / "readingroom.toml"
+    corpus.write_text('# my list\n[[paper]]\nid = "2005.11401"\n')
+    before = corpus.read_bytes()
+    assert main(["add", "--corpus", str(corpus), "1706.03762", "--tag", " "]) == 2
+    assert capsys.readouterr().err == "error: --tag: tag ' ' is blank; give it a word or remove it\n"
+    assert corpus.read_bytes() == before
