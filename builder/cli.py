@@ -24,6 +24,7 @@ search that runs entirely in the visitor's browser.
 Typical use:
   python -m builder build                      fetch, parse, chunk, index and render into site/
   python -m builder build --mirror DIR         take PDFs from a local arXiv mirror (no network)
+  python -m builder build --pdfs DIR --offline build from a folder of PDFs, metadata as they print it
   python -m builder add 2005.11401 --tag rag   put a paper on the reading list
   python -m builder stats                      what the last build produced, and what failed
   python -m builder suggest                    works the list's papers cite most that it lacks
@@ -51,7 +52,12 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         help=f"where PDFs, metadata and parsed text are kept between builds (default: {DEFAULT_CACHE})",
     )
     parser.add_argument(
-        "--offline", action="store_true", help="never touch the network: use only the cache (and --mirror)"
+        "--offline",
+        action="store_true",
+        help="never touch the network: use only the cache, --mirror and --pdfs. A paper from --pdfs then "
+        "takes its metadata from a <id>.json file beside the PDFs (the mirror's meta/<id>.json format), else "
+        "from its PDF: title and authors as printed on page 1, version and date from arXiv's stamp; the "
+        "build prints which, per paper",
     )
     parser.add_argument(
         "--mirror",
@@ -65,7 +71,9 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="DIR",
         help="take PDFs from this folder instead of downloading them: <id>vN.pdf files, or tar archives of "
-        "them such as arXiv's bulk data (metadata still comes from arXiv's API)",
+        "them such as arXiv's bulk data. Their metadata comes from arXiv's API, which a build without "
+        "--offline asks; with --offline it comes from the folder (see --offline), and <id>.pdf files "
+        "without a version are taken too",
     )
     parser.add_argument(
         "--strict",

@@ -68,6 +68,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         corpus_file=options.corpus_path,
         refresh=options.refresh,
         pdf_folder=options.pdf_folder,
+        read_limits=options.parse_limits,
     )
     if options.arxiv_api:  # otherwise arXiv's own API (FetchOptions' default)
         fetching = replace(fetching, api_url=options.arxiv_api)
@@ -84,6 +85,7 @@ def fetch_corpus(corpus: config.Corpus, options: BuildOptions, report: BuildRepo
             progress=options.progress,
         )
     report.failures.extend(result.failures)
+    report.sources.update(result.sources)
     refs = {ref.arxiv_id: ref for ref in corpus.papers}
     for paper in result.papers:
         paper.ref = refs.get(paper.meta.arxiv_id)

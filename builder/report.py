@@ -43,6 +43,9 @@ class BuildReport:
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
     # arXiv id -> glyphs its PDF does not map to Unicode (dropped from the text), for papers with any
     unmapped_glyphs: dict[str, int] = field(default_factory=dict)
+    # arXiv id -> where a paper built offline from a --pdfs folder took its PDF and metadata (metadata
+    # read from a PDF's page 1 is a heuristic: the reader of the report should know which papers it is)
+    sources: dict[str, str] = field(default_factory=dict)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -58,6 +61,8 @@ class BuildReport:
             {"arxiv_id": f.arxiv_id, "stage": f.stage, "reason": f.reason, "hint": f.hint}
             for f in self.failures
         ]
+        if not self.sources:  # builds that ask arXiv write the report they always wrote
+            del data["sources"]
         return data
 
     @classmethod
@@ -73,6 +78,7 @@ class BuildReport:
             flagged_pages=[FlaggedPage(**p) for p in data["flagged_pages"]],
             seconds=data.get("seconds", {}),
             unmapped_glyphs=data.get("unmapped_glyphs", {}),
+            sources=data.get("sources", {}),
         )
 
     def summary_lines(self) -> list[str]:
@@ -93,6 +99,7 @@ class BuildReport:
         lines += [
             f"  [page] {p.arxiv_id} p.{p.page}: {p.kind} {p.detail}".rstrip() for p in self.flagged_pages
         ]
+        lines += [f"  [pdfs] {said}" for said in self.sources.values()]
         return lines
 
 

@@ -119,6 +119,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     print(f"{len(result.papers)} of {len(corpus.papers)} papers in the cache")
     for failure in result.failures:
         print(f"  {failure.line()}")
+    for said in result.sources.values():
+        print(f"  [pdfs] {said}")
     if corpus.papers and not result.papers:
         return 1
     return 1 if args.strict and result.failures else 0

@@ -4,7 +4,8 @@ Where a paper comes from, in order:
 
 1. the cache (`<cache_dir>/papers/<id>/<version>/paper.pdf` + `meta.json`): a complete entry is never
    fetched again, so a killed build resumes where it stopped;
-2. a local mirror folder (`pdf/<id>.pdf`, `meta/<id>.json`), used in place;
+2. a local mirror folder (`pdf/<id>.pdf`, `meta/<id>.json`), used in place; offline, a folder of
+   PDFs given with `--pdfs`, with metadata from a file beside them or as page 1 prints it (`folder.py`);
 3. arXiv: metadata through the `arxiv` package's client (batched `id_list` queries), the PDF from a
    folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`), else from
    `Result.pdf_url` with our own `requests` code (pacing, retries with backoff, resume, checks).
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tqdm import tqdm
 
@@ -48,6 +49,10 @@ from builder.stages.fetch.sources import (
     clean,
     sha256_file,
 )
+
+if TYPE_CHECKING:
+    from builder.stages.fetch.folder import OfflineFolder
+    from builder.stages.parse.bounded import ParseLimits
 
 __all__ = ["FetchOptions", "FetchResult", "LockEntry", "cache_paper_dir", "fetch_papers", "is_valid_arxiv_id"]
 
@@ -78,6 +83,9 @@ class FetchOptions:
     refresh: bool = False
     # PDFs taken instead of downloaded: `<id>vN.pdf` files or tar archives of them (arXiv's bulk data).
     pdf_folder: Path | None = None
+    # Offline, page 1 of each PDF from `pdf_folder` is read (for its stamp, title and authors) under
+    # these limits, as parsing is; None: the parse stage's defaults.
+    read_limits: ParseLimits | None = None
 
     @property
     def lock_file(self) -> Path:
@@ -88,6 +96,8 @@ class FetchOptions:
 class FetchResult:
     papers: list[FetchedPaper]  # in reading-list order
     failures: list[Failure]
+    # arXiv id -> where a paper built offline from the --pdfs folder took its PDF and metadata from
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def fetch_papers(
@@ -133,6 +143,13 @@ class _Fetcher:
         self.cache = Cache(Path(options.cache_dir))
         self.mirror = Mirror(Path(options.mirror)) if options.mirror else None
         self.pdfs = PdfFolder(Path(options.pdf_folder)) if options.pdf_folder else None
+        self.folder: OfflineFolder | None = None
+        if self.pdfs is not None and options.offline:  # imported here: the folder's reader loads the parser
+            from builder.stages.fetch.folder import OfflineFolder
+
+            self.folder = OfflineFolder(self.pdfs, self.cache, options.read_limits)
+        self.from_folder: list[_Wanted] = []  # what the folder is asked for, once the cache could not serve
+        self.sources: dict[str, str] = {}
         self.network = Network(
             options.delay_seconds, options.timeout, options.max_retries, options.backoff_base
         )
@@ -165,13 +182,15 @@ class _Fetcher:
                     continue
                 if wanted is not None:
                     online.append(wanted)
+            if self.from_folder:
+                self._from_folder(self.from_folder)
             for batch in _chunks(online, self.options.batch_size):
                 self._online(list(batch))
         finally:
             self._bar.close()
             self.network.close()
         papers = [self.found[ref.arxiv_id] for ref in unique if ref.arxiv_id in self.found]
-        return FetchResult(papers=papers, failures=self.failures)
+        return FetchResult(papers=papers, failures=self.failures, sources=self.sources)
 
     def _done(self, arxiv_id: str) -> None:
         assert self._bar is not None
@@ -190,6 +209,7 @@ class _Fetcher:
         lock = self.locked.get(ref.arxiv_id)
         if lock is not None and lock.version == meta.version and lock.pdf_sha256.lower() != sha:
             where = {"arxiv": "arXiv", "mirror": "the mirror", "cache": "the cache"}.get(source, source)
+            where = str(self.options.pdf_folder) if source == "pdfs" else where
             self._fail(
                 ref.arxiv_id,
                 f"{meta.versioned_id} from {where} has sha256 {sha[:12]}…, but {self.lock_file} recorded "
@@ -244,6 +264,9 @@ class _Fetcher:
                 "correct that field in the mirror's file, or fetch online (without --mirror); "
                 "the other papers were built",
             )
+            return None
+        if self.folder is not None:
+            self.from_folder.append(wanted)
             return None
         if self.options.offline:
             what = f"{arxiv_id}{wanted.version}" if wanted.version else arxiv_id
@@ -310,6 +333,22 @@ class _Fetcher:
             self._fail(ref.arxiv_id, damage, "restore the mirror's file, or fetch online (without --mirror)")
             return
         self._accept(ref, entry.meta, entry.pdf, "mirror")
+
+    def _from_folder(self, wanted: list[_Wanted]) -> None:
+        """Offline with --pdfs: the papers from the folder (metadata from a file beside each, or page 1)."""
+        from builder.stages.fetch.folder import SOURCE, Asked, FolderProblem
+
+        assert self.folder is not None
+        pinned = {"ref": str(self.corpus_file), "lock": str(self.lock_file)}
+        asked = [Asked(w.ref.arxiv_id, w.version, pinned.get(w.pinned_by, "")) for w in wanted]
+        for want, found in zip(wanted, self.folder.papers(asked), strict=True):
+            arxiv_id = want.ref.arxiv_id
+            if isinstance(found, FolderProblem):
+                self._fail(arxiv_id, found.reason, found.hint)
+                continue
+            self._accept(want.ref, found.meta, found.pdf, SOURCE)
+            if arxiv_id in self.found:
+                self.sources[arxiv_id] = f"{found.meta.versioned_id}: {found.said}"
 
     # -- arXiv
 
