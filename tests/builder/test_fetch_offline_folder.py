@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import write_corpus
 from support import pdfgen
+from support.builds import write_corpus
 
 from builder.cli import main, make_parser
 from builder.models import PaperRef
