@@ -21,7 +21,8 @@ INT8_QUANTIZATION = {  # absmax steps everywhere (coarse_steps=False): the basel
 }
 
 # Step of each MatMul's int8 codes, in units of its output channel's std, by role and layer (0-5) of
-# all-MiniLM-L6-v2's BERT. Measured by scripts/measure_encoder_steps.py (D=0.0008): each matrix alone,
+# all-MiniLM-L6-v2's BERT. Measured by scripts/measure_encoder_steps.py
+# (removed in cf98ed9, last version at 9701116; D=0.0008): each matrix alone,
 # rounded at std/4, costs a mean 1 - cosine d over 320 titles and abstract sentences of the arXiv mirror
 # (no evaluation question); k = sqrt(D * n / (N * 16 * d)) gives every weight the same share of the
 # damage. Query and key hardly matter; value and the FFN matrices of the last layers matter most.

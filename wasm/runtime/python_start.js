@@ -61,8 +61,7 @@ export function pythonFiles(pyodideRoot, gzipped, count) {
     return (await started(url)).clone();
   }
   // Pyodide asks for its files once its glue is downloaded and imported; they start now, beside the glue,
-  // on a line that the glue alone leaves half idle. 10,000 papers, 20 Mbit/s, medians of 8 cold loads:
-  // Python started at 5.49 s instead of 5.73, the first keyword result showed at 8.34 s instead of 8.55.
+  // on a line that the glue alone leaves half idle, so Python starts sooner on a slow line (commit 45c293b).
   // A failure is Pyodide's to report, when it asks.
   for (const name of [...waited, "pyodide-lock.json"]) started(pyodideRoot + name).catch(() => {});
   const fetched = Promise.all([...arrived.values()].map((deferred) => deferred.promise));

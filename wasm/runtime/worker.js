@@ -388,12 +388,9 @@ async function quiet() {
 
 // The index files queries read by range, fetched whole in the order `Site.ranged_files` gives, as many
 // as fit the corpus file's `whole_index_mb` (16 MB by default), one file at a time and only while no
-// search runs: a query then waits on no round trip for them. The dev questions, first seen, p50,
-// loopback / 20 Mbit/s:
-// - 112 papers, all 10.3 MB: a hybrid query 245-259 -> 93-100 ms / 623 -> 170 ms;
-// - 1,000 papers, the forward file and the dense lists (7.5 MB of 81): 360-367 -> 246-276 ms /
-//   931-944 -> 651 ms.
-// The encoder's word-piece table (11.8 MB, whatever the list) stays ranged: 13 ms a query more.
+// search runs: a query then waits on no round trip for them (commit 3fb530f measured first-sight
+// queries at 112 and 1,000 papers). The encoder's word-piece table stays ranged: it is as large whatever
+// the list, and costs a query only a few ms more.
 // Chosen as semantic search comes up (its files are then known), so the start-up timeline says so.
 /** @param {Site} site */
 function chooseWholeIndex(site) {
