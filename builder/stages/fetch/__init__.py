@@ -6,8 +6,9 @@ Where a paper comes from, in order:
    fetched again, so a killed build resumes where it stopped;
 2. a local mirror folder (`pdf/<id>.pdf`, `meta/<id>.json`), used in place;
 3. arXiv: metadata through the `arxiv` package's client (batched `id_list` queries), the PDF from a
-   folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`), else from
-   `Result.pdf_url` with our own `requests` code (pacing, retries with backoff, resume, checks).
+   folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`, which checks
+   it first: a bad one is a failure, not downloaded instead), else from `Result.pdf_url` with our own
+   `requests` code (pacing, retries with backoff, resume, checks).
 
 Version resolution: the version pinned in the reading list, else the one recorded in the lock file,
 else the latest (online) or whatever the mirror / cache holds. Every problem becomes one `Failure`
@@ -35,7 +36,7 @@ from builder.config import CorpusError, lock_path_for, split_arxiv_id
 from builder.models import Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef
 from builder.paths import DEFAULT_CORPUS
 from builder.scratch import exclusive
-from builder.stages.fetch.archive import PdfFolder
+from builder.stages.fetch.archive import MAX_PDF_MB, FolderError, PdfFolder
 from builder.stages.fetch.arxiv_api import ArxivApi, meta_from_result
 from builder.stages.fetch.download import Fatal, GaveUp, Network, short_error
 from builder.stages.fetch.sources import (
@@ -48,6 +49,7 @@ from builder.stages.fetch.sources import (
     clean,
     sha256_file,
 )
+from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 
 __all__ = ["FetchOptions", "FetchResult", "LockEntry", "cache_paper_dir", "fetch_papers", "is_valid_arxiv_id"]
 
@@ -78,6 +80,9 @@ class FetchOptions:
     refresh: bool = False
     # PDFs taken instead of downloaded: `<id>vN.pdf` files or tar archives of them (arXiv's bulk data).
     pdf_folder: Path | None = None
+    max_pdf_mb: int = MAX_PDF_MB  # the most one PDF from `pdf_folder` may hold, unpacked
+    # Time and memory for reading a PDF from `pdf_folder` before it is taken: the build's parse limits.
+    check_limits: ParseLimits = DEFAULT_LIMITS
 
     @property
     def lock_file(self) -> Path:
@@ -132,7 +137,11 @@ class _Fetcher:
         self.lock_file = options.lock_file
         self.cache = Cache(Path(options.cache_dir))
         self.mirror = Mirror(Path(options.mirror)) if options.mirror else None
-        self.pdfs = PdfFolder(Path(options.pdf_folder)) if options.pdf_folder else None
+        self.pdfs = (
+            PdfFolder(Path(options.pdf_folder), options.max_pdf_mb, options.check_limits)
+            if options.pdf_folder
+            else None
+        )
         self.network = Network(
             options.delay_seconds, options.timeout, options.max_retries, options.backoff_base
         )
@@ -371,9 +380,15 @@ class _Fetcher:
         """`pdf` present, downloaded now if needed; False (after a failure line) when it could not be."""
         # paper.pdf without meta.json: a run that died between the two writes; the PDF was checked.
         if not pdf.is_file():
-            if self.pdfs is not None and self.pdfs.copy(meta.versioned_id, part):
-                os.replace(part, pdf)
-                return True
+            if self.pdfs is not None:
+                try:
+                    taken = self.pdfs.copy(meta.versioned_id, part)
+                except FolderError as err:
+                    self._fail(ref.arxiv_id, err.reason, err.hint)
+                    return False
+                if taken:
+                    os.replace(part, pdf)
+                    return True
             if self.network.down:
                 self._fail(
                     ref.arxiv_id,
