@@ -68,7 +68,7 @@ def fetch_options(options: BuildOptions) -> fetch.FetchOptions:
         corpus_file=options.corpus_path,
         refresh=options.refresh,
         pdf_folder=options.pdf_folder,
-        read_limits=options.parse_limits,
+        check_limits=options.parse_limits,
     )
     if options.arxiv_api:  # otherwise arXiv's own API (FetchOptions' default)
         fetching = replace(fetching, api_url=options.arxiv_api)

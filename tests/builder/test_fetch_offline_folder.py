@@ -408,7 +408,7 @@ def test_a_page_one_that_takes_too_long_to_read_fails_alone_under_the_parse_time
         offline=True,
         pdf_folder=pdfs,
         corpus_file=tmp_path / "readingroom.toml",
-        read_limits=ParseLimits(seconds=1),
+        check_limits=ParseLimits(seconds=1),
     )
     result = fetch_papers([PaperRef(GOOD), PaperRef(BAD)], options, progress=False)
     assert [paper.meta.arxiv_id for paper in result.papers] == [GOOD]

@@ -319,4 +319,18 @@ def write_titled_paper(
         )
     doc.save(path)
     doc.close()
+
+
+def write_unreadable_pages(path: Path, pages: int = 2) -> Path:
+    """A PDF that says it has `pages` pages, none of which MuPDF can load: its page tree's only node
+    lists itself as its children (MuPDF: "cycle in page tree"), as a damaged or hostile file may. (With
+    more than 2 such children MuPDF refuses to count the pages at all.)"""
+    path.write_bytes(
+        b"%PDF-1.4\n"
+        b"1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+        b"2 0 obj << /Type /Pages /Kids ["
+        + b"2 0 R " * pages
+        + b"] /Count %d >> endobj\n" % pages
+        + b"trailer << /Root 1 0 R >>\n%%EOF\n"
+    )
     return path

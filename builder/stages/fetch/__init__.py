@@ -7,16 +7,14 @@ Where a paper comes from, in order:
 2. a local mirror folder (`pdf/<id>.pdf`, `meta/<id>.json`), used in place; offline, a folder of
    PDFs given with `--pdfs`, with metadata from a file beside them or as page 1 prints it (`folder.py`);
 3. arXiv: metadata through the `arxiv` package's client (batched `id_list` queries), the PDF from a
-   folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`), else from
-   `Result.pdf_url` with our own `requests` code (pacing, retries with backoff, resume, checks).
+   folder of PDFs or of arXiv's bulk-data tar archives where one is given (`archive.py`, which checks
+   it first: a bad one is a failure, not downloaded instead), else from `Result.pdf_url` with our own
+   `requests` code (pacing, retries with backoff, resume, checks).
 
-Version resolution: the version pinned in the reading list, else the one recorded in the lock file,
-else the latest (online) or whatever the mirror / cache holds. Every problem becomes one `Failure`
-for that paper; the other papers go on.
-
-This module decides (version resolution, batching, the lock check, failures and their hints); the
-sources (`sources.py`: cache and mirror), the metadata client (`arxiv_api.py`) and the paced,
-retrying, resumable downloader (`download.py`) do the I/O.
+Version: the reading list's pin, else the lock file's, else the latest (online) or what the mirror or
+cache holds. Every problem becomes one `Failure` for that paper; the other papers go on. This module
+decides (versions, batching, the lock check, failures and their hints); `sources.py` (cache, mirror),
+`arxiv_api.py` (metadata) and `download.py` (paced, retrying, resumable) do the I/O.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from builder.config import CorpusError, lock_path_for, split_arxiv_id
 from builder.models import Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef
 from builder.paths import DEFAULT_CORPUS
 from builder.scratch import exclusive
-from builder.stages.fetch.archive import PdfFolder
+from builder.stages.fetch.archive import MAX_PDF_MB, FolderError, PdfFolder
 from builder.stages.fetch.arxiv_api import ArxivApi, meta_from_result
 from builder.stages.fetch.download import Fatal, GaveUp, Network, short_error
 from builder.stages.fetch.sources import (
@@ -49,6 +47,7 @@ from builder.stages.fetch.sources import (
     clean,
     sha256_file,
 )
+from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 
 if TYPE_CHECKING:
     from builder.stages.fetch.folder import OfflineFolder
@@ -83,9 +82,10 @@ class FetchOptions:
     refresh: bool = False
     # PDFs taken instead of downloaded: `<id>vN.pdf` files or tar archives of them (arXiv's bulk data).
     pdf_folder: Path | None = None
-    # Offline, page 1 of each PDF from `pdf_folder` is read (for its stamp, title and authors) under
-    # these limits, as parsing is; None: the parse stage's defaults.
-    read_limits: ParseLimits | None = None
+    max_pdf_mb: int = MAX_PDF_MB  # the most one PDF from `pdf_folder` may hold, unpacked
+    # Time and memory for reading a PDF from `pdf_folder` before it is taken (its pages, its stamp and,
+    # offline, its title and authors): the build's parse limits.
+    check_limits: ParseLimits = DEFAULT_LIMITS
 
     @property
     def lock_file(self) -> Path:
@@ -142,12 +142,16 @@ class _Fetcher:
         self.lock_file = options.lock_file
         self.cache = Cache(Path(options.cache_dir))
         self.mirror = Mirror(Path(options.mirror)) if options.mirror else None
-        self.pdfs = PdfFolder(Path(options.pdf_folder)) if options.pdf_folder else None
+        self.pdfs = (
+            PdfFolder(Path(options.pdf_folder), options.max_pdf_mb, options.check_limits)
+            if options.pdf_folder
+            else None
+        )
         self.folder: OfflineFolder | None = None
         if self.pdfs is not None and options.offline:  # imported here: the folder's reader loads the parser
             from builder.stages.fetch.folder import OfflineFolder
 
-            self.folder = OfflineFolder(self.pdfs, self.cache, options.read_limits)
+            self.folder = OfflineFolder(self.pdfs, self.cache, options.check_limits)
         self.from_folder: list[_Wanted] = []  # what the folder is asked for, once the cache could not serve
         self.sources: dict[str, str] = {}
         self.network = Network(
@@ -410,9 +414,15 @@ class _Fetcher:
         """`pdf` present, downloaded now if needed; False (after a failure line) when it could not be."""
         # paper.pdf without meta.json: a run that died between the two writes; the PDF was checked.
         if not pdf.is_file():
-            if self.pdfs is not None and self.pdfs.copy(meta.versioned_id, part):
-                os.replace(part, pdf)
-                return True
+            if self.pdfs is not None:
+                try:
+                    taken = self.pdfs.copy(meta.versioned_id, part)
+                except FolderError as err:
+                    self._fail(ref.arxiv_id, err.reason, err.hint)
+                    return False
+                if taken:
+                    os.replace(part, pdf)
+                    return True
             if self.network.down:
                 self._fail(
                     ref.arxiv_id,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from builder.models import PaperMeta, file_stem
 from builder.scratch import exclusive
-from builder.stages.fetch.archive import NEW_STYLE, OLD_STYLE, Located, PdfFolder, versioned_id
+from builder.stages.fetch.archive import NEW_STYLE, OLD_STYLE, FolderError, Located, PdfFolder, versioned_id
 from builder.stages.fetch.download import short_error
 from builder.stages.fetch.sources import (
     Cache,
@@ -232,6 +232,9 @@ class OfflineFolder:
         with exclusive(folder / "paper.pdf.lock"):
             try:
                 copied = self.pdfs.copy(arxiv_id + version, part)
+            except FolderError as error:  # it names the file and what is wrong with it
+                part.unlink(missing_ok=True)
+                raise FolderProblem(error.reason, error.hint) from error
             except (zlib.error, tarfile.TarError, EOFError, OSError) as error:  # a damaged archive
                 part.unlink(missing_ok=True)
                 raise FolderProblem(f"{where} could not be unpacked ({short_error(error)})", hint) from error

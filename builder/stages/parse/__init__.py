@@ -17,11 +17,11 @@ from tqdm import tqdm
 
 from builder.models import Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper
 from builder.scratch import write_text_atomically
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits, run_bounded
+from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits, out_of_memory, run_bounded
 from builder.stages.parse.flags import page_flag
 from builder.stages.parse.glyphs import FontGlyphs
 from builder.stages.parse.layout import body_font_size, drop_running_lines, merge_rows, reading_order
-from builder.stages.parse.page import read_page
+from builder.stages.parse.page import UNREADABLE_PAGE, read_page
 from builder.stages.parse.paragraphs import Paragraph, Vocabulary, split_paragraphs
 from builder.stages.parse.sections import find_references, find_sections
 
@@ -53,6 +53,15 @@ def parse_pdf(path: Path, arxiv_id: str) -> ParsedPaper:
         raw_pages = [read_page(doc, index, fonts) for index in range(doc.page_count)]
     finally:
         doc.close()
+    if all(page.error for page in raw_pages):  # nothing to search or cite: a failure, not an empty paper
+        first = raw_pages[0].error.removeprefix(UNREADABLE_PAGE)
+        none = (
+            "its one page could not" if len(raw_pages) == 1 else f"none of its {len(raw_pages)} pages could"
+        )
+        raise DamagedPDF(
+            f"{path}: {none} be read (page 1: {first})",
+            f"re-download: delete {path} from the cache and build again",
+        )
     for page in raw_pages:
         page.lines = merge_rows(reading_order(page))
     body_size = body_font_size(raw_pages)
@@ -112,9 +121,15 @@ def _open_document(path: Path) -> pymupdf.Document:
         raise DamagedPDF(f"{path} is not a readable PDF (no %PDF- header; starts {head[:20]!r})", redownload)
     if b"%%EOF" not in tail:
         raise DamagedPDF(f"{path} is truncated (no %%EOF marker at its end)", redownload)
+    doc = None
     try:
         doc = pymupdf.open(path, filetype="pdf")
+        pages = 0 if doc.needs_pass else doc.page_count  # a damaged page tree raises here
     except Exception as error:  # MuPDF raises several types for damaged files
+        if doc is not None:
+            doc.close()
+        if out_of_memory(error):
+            raise MemoryError(str(error)) from error
         raise DamagedPDF(f"{path} is not a readable PDF ({error})", redownload) from error
     if doc.needs_pass:
         doc.close()
@@ -122,7 +137,7 @@ def _open_document(path: Path) -> pymupdf.Document:
             f"{path} is encrypted and needs a password",
             "the PDF is password-protected; remove it from the reading list or provide an unencrypted copy",
         )
-    if doc.page_count == 0:
+    if pages == 0:
         doc.close()
         raise DamagedPDF(f"{path} has no pages", redownload)
     return doc
@@ -177,6 +192,8 @@ def parse_or_failure(job: tuple[FetchedPaper, Path]) -> ParsedPaper | Failure:
     except MemoryError:
         raise
     except Exception as exc:
+        if out_of_memory(exc):  # MuPDF's own report of an allocation over the limit
+            raise MemoryError(str(exc)) from exc
         return Failure(
             arxiv_id,
             "parse",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import resource
 import signal
 import time
@@ -43,6 +44,9 @@ class ParseLimits:
 
 DEFAULT_LIMITS = ParseLimits()
 OVER_MEMORY = 75  # a parse process's exit status when an allocation failed under its memory limit
+# How MuPDF reports an allocation that failed (its FZ_ERROR_SYSTEM, e.g. "code=2: calloc (4104 x 1 bytes)
+# failed"): under the memory limit that, not a MemoryError, is what text extraction often raises.
+_MUPDF_NO_MEMORY = re.compile(r"\b(?:malloc|calloc|realloc)\b.*\bfailed\b|out of memory", re.IGNORECASE)
 _STEP_SECONDS = 0.2  # the longest one wait for finished processes lasts
 
 
@@ -133,6 +137,20 @@ def _collect(entry: _Running[Job], over_limit: Callable[[Job, str], Result], lim
     return result
 
 
+def out_of_memory(error: BaseException) -> bool:
+    """Whether `error` is, or was raised while handling, an allocation that failed: a MemoryError from
+    Python, or MuPDF's own report of one (which pymupdf raises as a RuntimeError, or as a SystemError
+    around a MemoryError). Such an error means the paper is over its memory limit, not damaged."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or _MUPDF_NO_MEMORY.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _end(entry: _Running) -> None:
     entry.process.kill()
     entry.process.join()
@@ -155,8 +173,10 @@ def _child(send: Connection, work: Callable, job: object, memory_mb: int) -> Non
     _limit_memory(memory_mb)
     try:
         result = work(job)
-    except MemoryError:  # an allocation over the limit, in MuPDF or in Python: no room left to report it
-        os._exit(OVER_MEMORY)
+    except Exception as error:  # an allocation over the limit, in MuPDF or in Python: no room to report it
+        if out_of_memory(error):
+            os._exit(OVER_MEMORY)
+        raise
     send.send(result)
     send.close()
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from builder.stages.parse.bounded import out_of_memory
 from builder.stages.parse.cleanup import PIECES, UNMAPPED, clean_line, mostly_junk
 from builder.stages.parse.glyphs import FontGlyphs, map_unmapped
 
@@ -17,6 +18,7 @@ _STAMP = re.compile(r"^arXiv:\s*\S+v\d+\s*\[[\w.\-]+\]")
 _ALNUM = re.compile(r"[^\W_]")
 _BOLD_FONT = re.compile(r"bold|black|heavy|^CMBX|NimbusRomNo9L-Medi", re.IGNORECASE)
 _BOLD_FLAG = 16
+UNREADABLE_PAGE = "page could not be read: "  # how a page's error begins (the report shows it)
 
 
 @dataclass(slots=True)
@@ -59,7 +61,9 @@ def read_page(doc: pymupdf.Document, index: int, fonts: FontGlyphs) -> RawPage:
             raw = page.get_text("rawdict", textpage=textpage)
             data = map_unmapped(page, raw, pymupdf.TEXT_MEDIABOX_CLIP, fonts)
     except Exception as error:  # a single damaged page should not lose the paper
-        return RawPage(index + 1, 0.0, 0.0, [], "", error=f"page could not be read: {error}")
+        if out_of_memory(error):  # not damage: the paper is over its memory limit, and fails as such
+            raise MemoryError(str(error)) from error
+        return RawPage(index + 1, 0.0, 0.0, [], "", error=f"{UNREADABLE_PAGE}{error}")
     blocks = [b for b in data["blocks"] if b.get("type", 0) == 0]
     direction = _dominant_direction(blocks)
     lines: list[Line] = []

@@ -29,7 +29,9 @@ from builder.stages.parse.bounded import ParseLimits, run_bounded
 from builder.stages.parse.cleanup import clean_line
 from builder.stages.parse.names import BREAK, compose_accents, person_name, split_names
 
-# `arXiv:2003.06713v1  [cs.IR]  14 Mar 2020` (old-style ids: `arXiv:hep-th/9901001v2`)
+# `arXiv:2003.06713v1  [cs.IR]  14 Mar 2020` (old-style ids: `arXiv:hep-th/9901001v2`), as a whole line:
+# MuPDF extracts the margin stamp as a line of its own, and a citation of another paper in the text is
+# never taken for it. The date is arXiv's "14 Mar 2020", or ISO 8601 as the tests' generated papers print it.
 STAMP = re.compile(
     r"arXiv:\s*(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?P<version>v[1-9]\d*)"
     r"\s*\[(?P<category>[^\]\s]+)\]\s*(?P<date>\d{1,2}\s+[A-Z][a-z]{2}\s+\d{4}|\d{4}-\d{2}-\d{2})?"
@@ -72,8 +74,8 @@ class Printed:
 
 
 def read_stamp(text: str) -> Stamp | None:
-    """The first arXiv stamp in `text`, None when there is none."""
-    match = STAMP.search(text)
+    """The first line of `text` that is an arXiv stamp, None when there is none."""
+    match = next(filter(None, (STAMP.fullmatch(line.strip()) for line in text.splitlines())), None)
     if match is None:
         return None
     date = match["date"] or ""
