@@ -1,8 +1,8 @@
 """The docs name only paths and modules that exist.
 
 README.md, ARCHITECTURE.md, docs/*.md and pyproject.toml name repository paths (`builder/stages/fetch/`,
-`scripts/rankings.py`, `stages/index.py`), Python modules (`builder.cli`, `readingroom_core.browser`,
-`sitedata.Manifest`) and, in ARCHITECTURE.md's code map, files relative to the folder line above them.
+`scripts/rankings.py`, `stages/embed.py`), Python modules (`builder.cli`, `readingroom_core.browser`,
+`papers.PaperRecord`) and, in ARCHITECTURE.md's code map, files relative to the folder line above them.
 A file that moves without its mentions leaves a newcomer looking for it; this test fails instead.
 
 It reads files only (no builder import), so it runs with nothing installed but pytest.
@@ -36,7 +36,7 @@ PATH = re.compile(
     r"/(?:[\w.*<>/-]|\{[\w,.-]+\})*)"
 )
 DOTTED_MODULE = re.compile(r"(?<![\w./-])((?:builder|readingroom_core)(?:\.\w+)+)(?::(\w+))?")
-# `sitedata.Manifest`, `embed.model_batches`: a module's short name and one of its names.
+# `papers.PaperRecord`, `embed.model_batches`: a module's short name and one of its names.
 SHORT_DOTTED = re.compile(r"(?<![\w./-])([a-z_][a-z0-9_]*)\.([A-Za-z_]\w*)((?:\.\w+)*)")
 # A backticked span that is only `module.name` or `module.name(…)` (not `pp.N-M`, `pyodide.asm.mjs`).
 BACKTICKED_DOTTED = re.compile(r"`([a-z_][a-z0-9_]*)\.([A-Za-z_]\w*)(?:\([^`]*\))?`")
@@ -174,7 +174,7 @@ def clean(reference: str) -> str:
 
 
 def repository_path(reference: str) -> str | None:
-    """`stages/index.py` -> `builder/stages/index.py`; None for the built site's `site/…`."""
+    """`stages/embed.py` -> `builder/stages/embed.py`; None for the built site's `site/…`."""
     first, _, rest = reference.partition("/")
     if first in SHORT_FOLDERS:
         return f"{SHORT_FOLDERS[first]}/{rest}"
@@ -197,7 +197,7 @@ def missing_module(dotted: str, attribute: str | None) -> bool:
 
 
 def missing_short_dotted(module: str, name: str, backticked: bool) -> bool:
-    """`sitedata.Manifest`: some module of that short name defines the name."""
+    """`papers.PaperRecord`: some module of that short name defines the name."""
     if name in FILE_SUFFIXES:
         return False
     sources = modules_named().get(module)
@@ -340,8 +340,8 @@ def test_the_checks_notice_an_invented_path():
         "builder.nothing:main",
         "builder.cli:nothing",
     ]
-    assert [ref for _, ref in prose_references("`sitedata.Nothing`, `nomodule.thing`, engine.nothing")] == [
-        "sitedata.Nothing",
+    assert [ref for _, ref in prose_references("`papers.Nothing`, `nomodule.thing`, engine.nothing")] == [
+        "papers.Nothing",
         "nomodule.thing",
         "engine.nothing",
     ]
@@ -358,10 +358,10 @@ def test_the_checks_notice_an_invented_path():
 
 def test_the_checks_let_real_names_pass():
     text = (
-        "`builder/stages/fetch/`, [m](docs/measurements.md#x), `stages/index.py`, `site/data.py`, "
+        "`builder/stages/fetch/`, [m](docs/measurements.md#x), `stages/embed.py`, `site/data.py`, "
         "builder/{cli,config}.py, docs/measurements/<name>.json, tests/data/questions-*.jsonl, "
         "`builder.cli:main`, `builder.stages.fetch`, `readingroom_core.browser.open_site`, "
-        "`sitedata.Manifest`, `window.readingRoom`, `manifest.json`, `pyodide.mjs`, engine.py, "
+        "`papers.PaperRecord`, `window.readingRoom`, `manifest.json`, `pyodide.mjs`, engine.py, "
         "`builder/site/data.write_query_encoder`, wasm/node_modules, e.g. this, i.e. that"
     )
     assert prose_references(text) == []
