@@ -19,7 +19,7 @@ from builder.cli import main, make_parser
 from builder.models import PaperRef
 from builder.stages.fetch import FetchOptions, fetch_papers
 from builder.stages.parse.bounded import ParseLimits
-from readingroom_core.papertable import read_paper_table
+from readingroom_core.readers.papers import read_paper_table
 from readingroom_core.ranges import folder_reader
 
 STAMP = "arXiv:{}  [cs.DL]  3 Jan 2024"
