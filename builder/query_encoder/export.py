@@ -2,7 +2,7 @@
 the vocabulary and the char-class table the stdlib tokenizer needs, and config.json naming them.
 
 Mean pooling and L2 normalisation are inside the graph, so the browser feeds `input_ids`,
-`attention_mask` and the query's word-piece rows (read by range: readingroom_core.wordpieces) and reads
+`attention_mask` and the query's word-piece rows (read by range: readingroom_core.readers.wordpieces) and reads
 unit vectors from `sentence_embedding`; config.json says so.
 """
 

@@ -1,6 +1,6 @@
 """Weight-only int8 quantisation of the query encoder's ONNX graph, on steps sized per matrix and per
 word-piece row so that the shipped file deflates to near its entropy (see `quantize_weights`); the
-word-piece table leaves the graph for a file of its own, read by range (readingroom_core.wordpieces)."""
+word-piece table leaves the graph for a file of its own, read by range (readingroom_core.readers.wordpieces)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class WordPieceTable:
     scales: np.ndarray
 
     def rows_bytes(self) -> bytes:
-        """The rows file (readingroom_core.wordpieces): each row's codes, then its little-endian scale."""
+        """The rows file (readingroom_core.formats.wordpieces): each row's codes, then its little-endian scale."""
         scales = self.scales.astype("<f4").view(np.uint8).reshape(-1, SCALE_BYTES)
         return np.concatenate([self.codes.view(np.uint8), scales], axis=1).tobytes()
 

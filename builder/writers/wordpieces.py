@@ -1,5 +1,5 @@
 """The directory of the query encoder's word-piece rows file (`readingroom_core.formats.wordpieces`): the
-checksum of each block of rows, for the build and for an export folder's reader (builder/query_encoder.py)."""
+checksum of each block of rows, for the build and for an export folder's reader (builder/query_encoder/at_query_time.py)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ const model = await readFile(values.model);
 const started = performance.now();
 const session = await ort.InferenceSession.create(new Uint8Array(model.buffer, model.byteOffset, model.byteLength), {
   executionProviders: ["wasm"],
-  extra: { session: { disable_quant_qdq: "1" } }, // as encoder.js (builder/stages/encoder.py DEQUANTIZE_AT_LOAD)
+  extra: { session: { disable_quant_qdq: "1" } }, // as encoder.js (builder/query_encoder/at_query_time.py DEQUANTIZE_AT_LOAD)
 });
 const loadMs = performance.now() - started;
 const vectors = [];

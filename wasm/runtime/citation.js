@@ -18,7 +18,7 @@ export function pdfUrl(arxivId, page) {
   return `${ARXIV}/pdf/${arxivId}#page=${page}`;
 }
 
-/** The site's own page of a paper (builder/stages/render.py paper_dir: an old-style id's "/" becomes "_").
+/** The site's own page of a paper (builder/site/pages.py paper_dir: an old-style id's "/" becomes "_").
  * @param {string} base @param {string} arxivId */
 export function paperPageUrl(base, arxivId) {
   return `${base}papers/${arxivId.replaceAll("/", "_")}/`;

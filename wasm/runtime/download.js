@@ -1,7 +1,7 @@
 // Downloads for the engine's two workers (worker.js, encoder.js): counted as the bytes arrive, so the
 // page shows real progress, and gunzipped here.
 //
-// Large files come as `<file>.gz` where the build wrote one (builder/stages/store.py with_gzip): a host
+// Large files come as `<file>.gz` where the build wrote one (builder/site/store.py stored_gzipped): a host
 // without compression would otherwise send them whole (GitHub Pages compresses text types on the fly,
 // binary ones not, and wasm by no documented rule). A
 // host that decodes the .gz on its way (Content-Encoding: gzip) hands over the plain bytes, so gzip's

@@ -80,7 +80,7 @@ async function start() {
   await ort.InferenceSession.create(RUNTIME_STARTER, { executionProviders: ["wasm"] });
   mark("ort_started");
   const encoderBytes = await model;
-  // Dequantise the int8 weights once at load, as the CLI does (builder/stages/encoder.py DEQUANTIZE_AT_LOAD):
+  // Dequantise the int8 weights once at load, as the CLI does (builder/query_encoder/at_query_time.py DEQUANTIZE_AT_LOAD):
   // otherwise every run dequantises all of them again, about 3x slower.
   session = await ort.InferenceSession.create(encoderBytes, {
     executionProviders: ["wasm"],

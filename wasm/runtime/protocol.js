@@ -6,7 +6,7 @@
 // --- what the page knows --------------------------------------------------------------------------------
 
 /**
- * The search page's settings, written by the build into <script id="app-config"> (builder/stages/render.py
+ * The search page's settings, written by the build into <script id="app-config"> (builder/site/pages.py
  * SitePages.app_config): every URL is under the site's base_url.
  * @typedef {object} AppConfig
  * @property {string} base
@@ -147,7 +147,7 @@
  * @property {string} summary "7 of 8 citations verified"
  */
 
-// --- manifest.json (builder/site/data.py writes it, readingroom_core/sitedata.py reads all of it) --------
+// --- manifest.json (builder/site/data.py writes it, readingroom_core/formats/manifest.py reads all of it) --------
 
 /**
  * The data files by role, as site paths. The workers fetch some (the rest the core reads); a list without

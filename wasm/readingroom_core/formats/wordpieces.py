@@ -4,8 +4,8 @@ The table is nearly half of the encoder's bytes (all-MiniLM-L6-v2: 30,522 rows o
 6.35 MB), yet a query reads a row per word piece it holds (commit 4a608f8). So the export keeps it out of
 the ONNX graph, which takes the gathered rows as inputs (`word_piece_codes`, int8, and
 `word_piece_scales`, float32) and multiplies them as a graph holding the table would: the same vectors.
-builder/writers/wordpieces.py writes the directory (builder/stages/encoder/quantize.py the rows); the CLI
-(`builder/query_encoder.py`) and the browser's worker read the rows through `readers/wordpieces.py`.
+builder/writers/wordpieces.py writes the directory (builder/query_encoder/quantize.py the rows); the CLI
+(`builder/query_encoder/at_query_time.py`) and the browser's worker read the rows through `readers/wordpieces.py`.
 
 - the rows file (ranged, never gzipped): row i is its `width` int8 codes, then its scale as a
   little-endian float32;
