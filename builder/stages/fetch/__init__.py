@@ -62,9 +62,6 @@ STAGE = "fetch"
 T = TypeVar("T")
 
 
-# --------------------------------------------------------------------------------------------- API
-
-
 @dataclass
 class FetchOptions:
     cache_dir: Path  # e.g. .cache/readingroom

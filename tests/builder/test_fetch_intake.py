@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import write_corpus
+from support.builds import write_corpus
 from support import corpus, pdfgen
 from support.arxiv_server import FakeArxiv, make_pdf
 
