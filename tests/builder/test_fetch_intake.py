@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from support.builds import write_corpus
 from support import corpus, pdfgen
 from support.arxiv_server import FakeArxiv, make_pdf
+from support.builds import write_corpus
 
 from builder.cli import main
 from builder.models import PaperRef

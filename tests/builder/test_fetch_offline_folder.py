@@ -19,8 +19,8 @@ from builder.cli import main, make_parser
 from builder.models import PaperRef
 from builder.stages.fetch import FetchOptions, fetch_papers
 from builder.stages.parse.bounded import ParseLimits
-from readingroom_core.readers.papers import read_paper_table
 from readingroom_core.ranges import folder_reader
+from readingroom_core.readers.papers import read_paper_table
 
 STAMP = "arXiv:{}  [cs.DL]  3 Jan 2024"
 AUTHORS = ["Ada Lovelace", "Charles Babbage", "Grace Brewster Hopper", "Jean-Luc van der Berg"]
