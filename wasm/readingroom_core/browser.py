@@ -241,6 +241,8 @@ class Site:
             prepared = self.engine.prepare(query, request_options(request))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:  # a quoted phrase is checked in the passage texts
+            return self._texts_damaged(error)
         search_id = next(self._search_ids)
         self._searches[search_id] = PreparedSearch(query, prepared, self.engine.suggest(query))
         read_ahead = [
@@ -275,6 +277,8 @@ class Site:
             hits = self.engine.finish(kept.prepared, query_vector(vector))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:
+            return self._texts_damaged(error)
         engine = self.engine
         terms = kept.prepared.parsed.terms
         embeds = bool(embedding_text(kept.query))
@@ -282,6 +286,16 @@ class Site:
         hits_json = [self.hit_json(hit) for hit in hits]
         reply = {"hits": hits_json, "weak": weak, "suggestion": kept.suggestion, "embeds": embeds}
         return json.dumps(reply)
+
+    def _texts_damaged(self, error: DamagedData) -> str:
+        """The reply for damaged passage texts: both search modes read them for the hits they show, so it
+        is this search's error, named for the texts file; damage elsewhere (the dense side's files) is
+        raised on, for the worker to answer keyword-only."""
+        texts = self.manifest.files.texts
+        if not texts or not str(error).startswith(texts):
+            raise error
+        message = f"{error}: the passage texts are damaged, so this search cannot show its passages; rebuild the site"
+        return json.dumps({"error": message, "damaged": texts})
 
     def discard(self, search_id: int) -> None:
         """Forget a prepared search once its reply has gone."""
@@ -302,6 +316,8 @@ class Site:
             found = answers.evidence(self.engine, request, query_vector(vector))
         except (answers.PromptTooLong, QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:
+            return self._texts_damaged(error)
         for source in found["sources"]:
             paper = self.papers_by_id[source["arxiv_id"]]
             source.update(authors=list(paper.authors), year=paper.year, categories=list(paper.categories))
