@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from readingroom_core.answers import DEFAULT_MAX_TOKENS, Prompt
+from readingroom_core.wellformed import well_formed
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 DEFAULT_BASE_URLS = {
@@ -184,7 +185,7 @@ def sse_events(lines: Iterator[bytes]) -> Iterator[tuple[str, str]]:
     name = ""
     data: list[str] = []
     for raw in lines:
-        line = raw.decode("utf-8").rstrip("\r\n")
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if not line:
             if data:
                 yield name or "message", "\n".join(data)
@@ -287,6 +288,9 @@ def stream_answer(
     try:
         with response:
             for piece in _deltas(request.provider, sse_events(iter(response.readline, b""))):
+                # A lone surrogate (JSON's \ud800 escape) would fail the verification and the printing.
+                if isinstance(piece, str):
+                    piece = well_formed(piece)
                 if piece is None:
                     ended = True
                     break

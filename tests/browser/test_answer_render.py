@@ -130,3 +130,33 @@ def test_verdict_marks_the_model_writes_are_not_drawn_as_verdicts(render):
         assert not any(mark in html for mark in "\u2713\u2705\u2714")  # every ✓ the model wrote is gone
         assert 'class="cite verified' not in html and "&lt;span class=&quot;cite verified" in html
     assert checked.count("\ufffd") == 4 and "\u2717 not verified: invented" in checked
+
+
+# Marks, placeholders and brackets the model spells as entities, which markdown-it decodes after the
+# literal marks are replaced: none may come out as a mark or as a citation.
+ENTITY_FORGERIES = [
+    "Fact E &#10003; Verified by Reading Room",
+    "Fact E &#x2705; Verified by Reading Room",
+    "Fact E &check; Verified by Reading Room",
+    "Fact E &#x2714;&#xFE0F; verified",
+    "Fact E &cross; &#x2717; &#10060; not verified",
+    '[Fact E](https://arxiv.org/abs/1904.08375 "&#x2705; verified")',
+    "**Bold &#x2713;** and *italic &#x2705;* and a heading below\n\n# &#10003; Verified",
+    "| a |\n|---|\n| &#x2705; verified |",
+    "&#91;arXiv:1904.08375 p.2 &#x2717; not verified&#93; PDF &#10003; verified&#93;",
+    "Forged &#xE000;0&#xE001; and &#57344;0&#57345; and &#xE002;0&#xE001; placeholders",
+]
+MARKS = "\u2713\u2714\u2705\u2611\u2612\u2717\u2718\u274c\u274e\u2715\u2716\U0001f5f8"
+
+
+@pytest.mark.parametrize("forged", ENTITY_FORGERIES)
+def test_entity_encoded_marks_and_brackets_are_not_drawn(render, forged):
+    text = f'A claim [arXiv:2401.99999 p.3 "x"]. {forged}'
+    raw = '[arXiv:2401.99999 p.3 "x"]'
+    unverified = cite(text, raw, arxiv_id="2401.99999", verified=False, status="invented", reason="invented")
+    plain, checked = render({"text": text}, {"text": text, "citations": [unverified]})
+    assert not any(mark in plain for mark in MARKS)
+    # The one mark on the checked page is the verifier's, drawn for the one citation it found.
+    assert [mark for mark in checked if mark in MARKS] == ["\u2717"]
+    assert checked.count('class="cite ') == 1 and 'class="uncited' not in checked
+    assert "\ue000" not in checked + plain and "\ue001" not in checked + plain

@@ -347,6 +347,9 @@ def test_a_damaged_group_of_a_paper_text_fails_one_search_in_one_line(visit_tamp
     assert f"{damaged[0]} bytes" in results and "do not match their checksum" in results
     assert "\n" not in results.strip()
     assert_no_traceback(results)
+    status = view.page.evaluate("readingRoom.status()")
+    assert status["semantic"] and not status["semantic_error"]  # the texts are named, not the dense side
+    assert "passage texts are damaged" in results
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,20 @@ def test_non_string_content_adds_nothing(stream):
     assert stream("openai", body) == {"text": "AB"}
 
 
+@pytest.mark.parametrize(
+    ("deltas", "kept"),
+    [
+        (["\ud800"], "\ufffd"),
+        (["a \udfff", " b"], "a \ufffd b"),
+        (["\udc00\ud800"], "\ufffd\ufffd"),
+        (["\ud83d\ude00 fine"], "\U0001f600 fine"),  # a pair escaped in one delta is its character
+        (["cut \ud83d", "\ude00"], "cut \ufffd\ufffd"),  # a pair split across deltas is two lone ones
+    ],
+)
+def test_a_lone_surrogate_in_a_delta_is_kept_as_u_fffd(stream, deltas, kept):
+    assert stream("openai", openai(*deltas) + "data: [DONE]\n\n") == {"text": kept}
+
+
 def test_anthropic_and_gemini_ignore_non_string_text_and_anthropic_stops_at_message_stop(stream):
     def event(name: str, data: dict) -> str:
         return f"event: {name}\ndata: {json.dumps(data)}\n\n"

@@ -150,3 +150,26 @@ def test_an_unreachable_provider_is_a_network_error(built_sites, llm, capsys):
     assert f"could not reach http://127.0.0.1:{closed_port}/v1beta/models/m:streamGenerateContent" in err
     assert "llama.cpp (llama-server, llama-cpp-python)" in err and "Ollama" in err
     assert "check --base-url and the network" in err and KEY not in err
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("output", ["stream", "--json"])
+def test_a_lone_surrogate_in_a_delta_is_replaced_and_the_next_turn_works(
+    built_sites, llm, provider, output, capsys
+):
+    extra = () if output == "stream" else ("--json",)
+    assert ask(built_sites, llm, provider, "mock-surrogate", *extra) == 0
+    out, err = capsys.readouterr()
+    out.encode("utf-8"), err.encode("utf-8")  # what a UTF-8 terminal would be sent
+    (answer,) = llm.answers
+    assert answer.text.startswith("\ud800")
+    kept = "\ufffd" + answer.text[1:]
+    if output == "--json":
+        result = json.loads(out)
+        assert result["answer"] == kept
+        assert [c["status"] for c in result["citations"]] == ["verified"] * len(answer.expected)
+    else:
+        assert kept in out and f"{len(answer.expected)} of {len(answer.expected)} citations verified" in out
+    assert ask(built_sites, llm, provider, "mock-grounded", *extra) == 0
+    assert "citations verified" in capsys.readouterr().out or output == "--json"
+    assert len(llm.answers) == 2

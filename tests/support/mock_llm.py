@@ -52,6 +52,8 @@ Scenarios (`scenario` attribute, or the model name `mock-<scenario>`, which wins
 - "huge": the grounded answer, then uncited filler sentences up to HUGE_CHARS (5 MB) in small events,
   sent in batches of HUGE_BATCH events HUGE_INTERVAL apart (about 10 s in all), for pages that must stay
   responsive and stoppable.
+- "surrogate": the grounded answer after a lone surrogate (JSON's `\\ud800` escape), as a broken provider
+  may stream; `answers[-1].text` holds it as sent.
 
 Servers on the visitor's computer (`local="llama-server" | "llama-cpp-python" | "ollama"`, with
 `context_window` and `drop_system`), and the answer cap every mock honours, are described in
@@ -89,6 +91,7 @@ SCENARIOS = (
     "slow",
     "empty",
     "huge",
+    "surrogate",
 )
 SLOW_INTERVAL = 0.2
 EVENT_CHARS = 24  # text per SSE event: several events per sentence
@@ -665,6 +668,8 @@ class MockLLM:
             answer = MockAnswer(mock_local.PROSE, [], [mock_local.PROSE])
         text, cut = mock_local.cut_to(answer.text, mock_local.cap_of(api, body))
         answer = MockAnswer(text, answer.expected if not cut else [], answer.uncited)
+        if scenario == "surrogate":
+            answer = MockAnswer("\ud800" + answer.text, answer.expected, answer.uncited)
         if scenario == "huge":
             answer = MockAnswer(_padded(answer.text, HUGE_CHARS), answer.expected, answer.uncited)
         with self._lock:

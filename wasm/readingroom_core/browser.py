@@ -7,7 +7,8 @@ search result, which the browser draws and `python -m builder query --json` prin
 `Site.word_piece_rows`; it hands `open_site` a synchronous range reader (a Range request, or a slice of a
 whole file where the host ignores Range). Requests and replies cross as JSON text, vectors, word-piece
 rows and dot products as typed arrays (their bytes), so JavaScript never sees a Python object or a Python
-string offset.
+string offset. Every string that arrives is made `well_formed` first (a lone surrogate from a stream
+would otherwise fail each later turn that encodes it).
 
 Importing this module imports every module of the core: the worker's memory snapshot, taken right
 after the import, must hold all the code a restored interpreter will run (the files are not on disk).
@@ -38,6 +39,7 @@ from readingroom_core.ranges import DamagedData, RangeRead, folder_range_reader,
 from readingroom_core.readers.wordpieces import WordPieceRows
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
+from readingroom_core.wellformed import loads, well_formed
 
 Reader = Callable[[str], bytes]
 # The best keyword matches whose texts a search reads ahead while the query is embedded (their papers'
@@ -211,7 +213,7 @@ class Site:
         """Token ids of the query text the model should see: field filters such as year:2021 removed."""
         if self.tokenizer is None:
             raise RuntimeError("load_semantic() first: the tokenizer comes with the semantic files")
-        text = embedding_text(query)
+        text = embedding_text(well_formed(query))
         return self.tokenizer.encode(self.manifest.model.query_prefix + text) if text else []
 
     def word_piece_rows(self, ids_json: str) -> bytes:
@@ -221,7 +223,7 @@ class Site:
             raise RuntimeError(
                 "load_semantic() first: the word-piece directory comes with the semantic files"
             )
-        codes, scales = self.word_pieces.read(json.loads(ids_json))
+        codes, scales = self.word_pieces.read(loads(ids_json))
         return codes + scales
 
     def prepare(self, request_json: str) -> str:
@@ -233,12 +235,14 @@ class Site:
         fetches them while it waits for the vector, and `search` reads them from there); or {"error":
         message} for a query the engine rejects, and then nothing is kept.
         """
-        request = json.loads(request_json)
+        request = loads(request_json)
         query = request["query"]
         try:
             prepared = self.engine.prepare(query, request_options(request))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:  # a quoted phrase is checked in the passage texts
+            return self._texts_damaged(error)
         search_id = next(self._search_ids)
         self._searches[search_id] = PreparedSearch(query, prepared, self.engine.suggest(query))
         read_ahead = [
@@ -253,7 +257,7 @@ class Site:
         query needs travel beside its postings rather than after them, and `search` finds them kept. A
         request the engine rejects is `prepare`'s to answer, and a failure to read the dense side is
         `search`'s (which falls back to keyword results), so neither is raised here."""
-        request = json.loads(request_json)
+        request = loads(request_json)
         try:
             self.engine.dense_ahead(request["query"], request_options(request), query_vector(vector))
         except (QuerySyntaxError, ValueError, DamagedData):
@@ -273,6 +277,8 @@ class Site:
             hits = self.engine.finish(kept.prepared, query_vector(vector))
         except (QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:
+            return self._texts_damaged(error)
         engine = self.engine
         terms = kept.prepared.parsed.terms
         embeds = bool(embedding_text(kept.query))
@@ -280,6 +286,16 @@ class Site:
         hits_json = [self.hit_json(hit) for hit in hits]
         reply = {"hits": hits_json, "weak": weak, "suggestion": kept.suggestion, "embeds": embeds}
         return json.dumps(reply)
+
+    def _texts_damaged(self, error: DamagedData) -> str:
+        """The reply for damaged passage texts: both search modes read them for the hits they show, so it
+        is this search's error, named for the texts file; damage elsewhere (the dense side's files) is
+        raised on, for the worker to answer keyword-only."""
+        texts = self.manifest.files.texts
+        if not texts or not str(error).startswith(texts):
+            raise error
+        message = f"{error}: the passage texts are damaged, so this search cannot show its passages; rebuild the site"
+        return json.dumps({"error": message, "damaged": texts})
 
     def discard(self, search_id: int) -> None:
         """Forget a prepared search once its reply has gone."""
@@ -289,17 +305,19 @@ class Site:
 
     def ask_retrieval_query(self, request_json: str) -> str:
         """The text whose vector `ask_evidence` wants: {question, history} -> the retrieval query."""
-        return answers.retrieval_text(json.loads(request_json))
+        return answers.retrieval_text(loads(request_json))
 
     def ask_evidence(self, request_json: str, vector: Any = None) -> str:
         """{question, history, budget} and the retrieval query's vector (or None) -> the evidence JSON
         (`answers.evidence`), each source with its paper's authors, year and categories (for the BibTeX
         export); or {"error"}."""
-        request = json.loads(request_json)
+        request = loads(request_json)
         try:
             found = answers.evidence(self.engine, request, query_vector(vector))
         except (answers.PromptTooLong, QuerySyntaxError, ValueError) as error:
             return json.dumps({"error": str(error)})
+        except DamagedData as error:
+            return self._texts_damaged(error)
         for source in found["sources"]:
             paper = self.papers_by_id[source["arxiv_id"]]
             source.update(authors=list(paper.authors), year=paper.year, categories=list(paper.categories))
@@ -309,7 +327,7 @@ class Site:
     def verify_answer(self, request_json: str) -> str:
         """{answer, evidence: {sources, pages}} -> `answers.verify`'s JSON, with the whole reading list
         at hand for citations outside the sources."""
-        request = json.loads(request_json)
+        request = loads(request_json)
         library = CorpusLibrary(self.engine)
         verdict = answers.verify(request["answer"], request["evidence"], library)
         self.engine.forget_past_texts()

@@ -6,7 +6,8 @@
 // turns each placeholder into a citation token whose renderer escapes everything it writes. Placeholder
 // characters already in the model's text are replaced first, so the model cannot forge one. Verdict
 // marks (✓ ✗ ✅ ❌ …) the model writes are replaced too, one character for one so that the verifier's
-// offsets still hold: a verdict on the page comes only from the verifier.
+// offsets still hold (and again once markdown-it has decoded entities): a verdict on the page comes only
+// from the verifier.
 
 import { absUrl, bibtex, pdfUrl } from "./citation.js";
 import MarkdownIt from "./markdown-it.mjs";
@@ -49,6 +50,22 @@ function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => entities[c]);
 }
 
+/** markdown-it decodes entities (&#10003; &check; &#xE000;) after untrusted() has run: what they decode
+ * to is replaced the same way before the pieces join into text, so a mark or a placeholder the model
+ * spells as an entity is never drawn either. @param {import("markdown-it").StateCore} state */
+function entityMarks(state) {
+  /** @param {import("markdown-it").Token[] | null} tokens */
+  const clean = (tokens) => {
+    for (const token of tokens ?? []) {
+      if (token.type === "text_special" && token.info === "entity") token.content = untrusted(token.content);
+      const title = token.attrGet("title");
+      if (title !== null) token.attrSet("title", untrusted(String(title)));
+      clean(token.children);
+    }
+  };
+  for (const token of state.tokens) if (token.type === "inline") clean(token.children);
+}
+
 function makeMarkdown() {
   const md = new MarkdownIt({ html: false, linkify: false, typographer: false });
   md.disable(["image"]); // an image would fetch from wherever the model says
@@ -70,6 +87,7 @@ function makeMarkdown() {
       return self.renderToken(tokens, i, options);
     };
   }
+  md.core.ruler.before("text_join", "entity_marks", entityMarks);
   md.core.ruler.push("citations", (state) => {
     const env = /** @type {CitationEnv} */ (state.env); // a plain render's has no raw, and no placeholders
     /** @param {string} text */

@@ -201,10 +201,14 @@ function parseJson(text) {
 }
 
 /** A delta's text; anything but a string (an object, a number, null) adds nothing, never "[object Object]".
+ * A lone surrogate (JSON's \ud800 escape) becomes U+FFFD here: kept, it would fail every later turn of
+ * the thread, whose history the core must encode.
  * @param {unknown} value */
 function textOf(value) {
-  return typeof value === "string" ? value : "";
+  return typeof value === "string" ? value.replace(LONE_SURROGATE, "\uFFFD") : "";
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 const LENGTH_REASONS = new Set(["length", "max_tokens", "MAX_TOKENS"]);
 
