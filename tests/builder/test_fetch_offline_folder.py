@@ -327,14 +327,13 @@ HOSTILE = {
     "gzipped file that is not gzip": (lambda d: _gz(d, b"plain bytes, no gzip header" * 50), None, None),
     "tar member holding another paper's PDF": (
         lambda d: _tar(d, titled(d.parent / "other.pdf", "1602.03483v1").read_bytes()),
-        "{DIR}/arXiv_pdf_2401_002.tar (member 2401/{BAD}v1.pdf) carries arXiv's stamp for 1602.03483v1, not "
-        "{BAD}v1 as its name says",
-        "put {BAD}v1's own PDF into {DIR}",
+        "2401/{BAD}v1.pdf in {DIR}/arXiv_pdf_2401_002.tar is stamped arXiv:1602.03483v1 on its first page, "
+        "not {BAD}v1: it is another paper's PDF, or another version's",
+        "replace it in {DIR} with a good copy, or run without --offline to download it",
     ),
     "tar member that is not a PDF": (
         lambda d: _tar(d, b"<html>not a pdf</html>"),
-        "{DIR}/arXiv_pdf_2401_002.tar (member 2401/{BAD}v1.pdf) could not be read as a "
-        "PDF (the warning above says why)",
+        "2401/{BAD}v1.pdf in {DIR}/arXiv_pdf_2401_002.tar is not a PDF (it begins b'<html', not %PDF-)",
         "replace it in {DIR} with a good copy, or run without --offline to download it",
     ),
 }

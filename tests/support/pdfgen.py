@@ -319,6 +319,7 @@ def write_titled_paper(
         )
     doc.save(path)
     doc.close()
+    return path
 
 
 def write_unreadable_pages(path: Path, pages: int = 2) -> Path:

@@ -234,7 +234,7 @@ class OfflineFolder:
                 copied = self.pdfs.copy(arxiv_id + version, part)
             except FolderError as error:  # it names the file and what is wrong with it
                 part.unlink(missing_ok=True)
-                raise FolderProblem(error.reason, error.hint) from error
+                raise FolderProblem(error.reason, hint) from error
             except (zlib.error, tarfile.TarError, EOFError, OSError) as error:  # a damaged archive
                 part.unlink(missing_ok=True)
                 raise FolderProblem(f"{where} could not be unpacked ({short_error(error)})", hint) from error
