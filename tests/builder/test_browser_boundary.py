@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.worker_search import search
 
 import readingroom_core
 from builder.query_encoder import OnnxQueryEncoder
@@ -38,17 +39,6 @@ QUERY = "grouped query attention"
 def site(built_sites):
     read = folder_reader(built_sites.second)
     return open_site(read, read("manifest.json").decode("utf-8"))
-
-
-def search(site, vector=None, **request) -> dict:
-    """One search as the worker runs it: prepare the request, finish it with the vector, discard it."""
-    prepared = json.loads(site.prepare(json.dumps(request)))
-    if "error" in prepared:
-        return prepared
-    try:
-        return json.loads(site.search(prepared["search"], vector))
-    finally:
-        site.discard(prepared["search"])
 
 
 def float32_bytes(vector) -> bytes:

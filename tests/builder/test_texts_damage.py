@@ -7,6 +7,7 @@ import shutil
 from array import array
 
 import pytest
+from support.worker_search import search
 
 from builder.query_encoder import OnnxQueryEncoder
 from readingroom_core.browser import open_folder
@@ -14,16 +15,6 @@ from readingroom_core.ranges import folder_reader
 from readingroom_core.readers.papers import read_paper_table
 
 QUERY = "grouped query attention"
-
-
-def search(site, vector=None, **request) -> dict:
-    prepared = json.loads(site.prepare(json.dumps(request)))
-    if "error" in prepared:
-        return prepared
-    try:
-        return json.loads(site.search(prepared["search"], vector))
-    finally:
-        site.discard(prepared["search"])
 
 
 def flip_head(data: bytearray, start: int, head_end: int) -> None:

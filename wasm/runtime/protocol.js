@@ -80,7 +80,11 @@
  * @typedef {CoreSearchReply & {semantic: boolean, timings: SearchTimings}} SearchReply
  */
 
-/** A request the core or the worker refused, in one line. @typedef {{error: string}} ErrorReply */
+/**
+ * A request the core or the worker refused, in one line; `damaged` names the data file at fault when the
+ * site's passage texts failed their checksum (the search cannot show its passages until a rebuild).
+ * @typedef {{error: string, damaged?: string}} ErrorReply
+ */
 
 /**
  * A source card of Ask mode (readingroom_core.answers), with its paper's metadata for the exports.
