@@ -26,12 +26,14 @@ from readingroom_core.analysis import STOP_WORDS, bare_id, fold
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.fusion import Fused
 from readingroom_core.lru import LastResult
+from readingroom_core.navigation_words import pick, split_query, topic_words
 from readingroom_core.spelling import edit_distance
 
 # New-style ids (2106.09685, 1301.3781), old-style ones (hep-th/9901001, math.gt/0309136), each with an
 # optional version; the query is folded (lower case) before matching.
 _ID_RE = re.compile(r"(?<![\w.])(\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?!\d)")
 _WORD_RE = re.compile(r"[a-z0-9]+")
+_URL_RE = re.compile(r"(?:https?://)?(?:www\.)?(?:export\.)?arxiv\.org/(?:abs|pdf)/|\.pdf\b")
 # "Vaswani 2017", "Vaswani et al. 2017", "(Devlin et al., 2019)", "Lewis and Perez 2020", "Hu et al 2021a"
 _AUTHOR_YEAR_RE = re.compile(
     r"\(?\s*(?P<names>[a-z][a-z' .&-]*?)(?P<etal>\s+et\.?\s+al\.?)?\s*,?\s*\(?(?P<year>(?:19|20)\d\d)[a-z]?\)?\s*\.?"
@@ -54,7 +56,7 @@ class Named:
     """The paper a query names (its index in the papers table) and how it named it."""
 
     paper: int
-    how: str  # "id" | "author-year" | "short name" | "title"
+    how: str  # "bare id" (the query is an id alone) | "id" | "author-year" | "short name" | "title" | "author-topic"
 
 
 def words(text: str) -> list[str]:
@@ -115,10 +117,11 @@ class PaperFinder:
             ("author-year", self._by_author_year),
             ("short name", self._by_short_name),
             ("title", self._by_title),
+            ("author-topic", self._by_author_topic),
         ):
             found = finder(folded)
             if found is not None:
-                return Named(found, how)
+                return Named(found, "bare id" if how == "id" and _bare_id(folded) else how)
         return None
 
     def _by_arxiv_id(self, folded: str) -> int | None:
@@ -195,6 +198,36 @@ class PaperFinder:
             return found if year and abs(year - int(year_match.group(1))) <= 1 else None
         return found
 
+    def _words_of(self, paper: int) -> list[str]:
+        """A paper's title words and names, as a query's topic words are read against them."""
+        return self._titles[paper] + self._names[paper]
+
+    @cached_property
+    def _names(self) -> list[list[str]]:
+        return [[name_key(name) for name in paper.short_names] for paper in self._papers]
+
+    def _by_author_topic(self, folded: str) -> int | None:
+        """An author's surname (first or last) with topic words, and maybe a year (`navigation_words`):
+        the papers that author wrote first, else wrote at all, and the words pick one of them."""
+        split = split_query(words(folded))
+        if split is None:
+            return None
+        typed, year = split
+        for name, rest in ((typed[:1], typed[1:]), (typed[:2], typed[2:]), (typed[-1:], typed[:-1])):
+            topic = topic_words(rest)
+            if not topic or name[0] in STOP_WORDS or len(name[-1]) < 2:
+                continue
+            for first_author in (True, False):
+                candidates = [
+                    i
+                    for i, paper in enumerate(self._papers)
+                    if (year is None or (paper.year and abs(paper.year - year) <= 1))
+                    and self._has_authors(i, [name], first_author)
+                ]
+                if candidates:
+                    return pick(candidates, topic, self._words_of, self._weight, similar)
+        return None
+
     def _by_title(self, folded: str) -> int | None:
         quoted = re.fullmatch(r"[\"\u201c\u201d'](.+)[\"\u201c\u201d']", folded)
         typed = words(quoted.group(1) if quoted else folded)
@@ -251,6 +284,12 @@ def _aligned(typed: list[str], title: list[str]) -> tuple[int, int, int, tuple[i
                 best = max(best, diagonal, key=lambda cell: cell[0])
             rows[i][j] = best
     return rows[-1][-1]
+
+
+def _bare_id(folded: str) -> bool:
+    """Whether the query is an id and nothing more: "2106.09685", "arXiv:2106.09685v2", an abs URL."""
+    rest = _URL_RE.sub(" ", _ID_RE.sub(" ", folded))
+    return not [word for word in words(rest) if word not in {"arxiv", "abs", "pdf"}]
 
 
 def _ends_with(author: list[str], name: list[str]) -> bool:
