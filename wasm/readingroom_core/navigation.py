@@ -2,14 +2,15 @@
 
 Researchers look papers up by name every minute: an arXiv id in any of its written forms
 (`2106.09685v2`, `arXiv:2106.09685`, an abs or pdf URL, `hep-th/9901001`), a title pasted whole or in
-part (quoted or not, with a typo or two), "Vaswani et al. 2017", or the paper's short name ("LoRA",
-"BERT"). Passage ranking alone puts other papers first for all of these, so the engine asks this module
-which paper, if any, the query names, and shows that paper's opening passage first; the rest of the
-ranking stays as the search made it.
+part (quoted or not, with a typo or two), "Vaswani et al. 2017", an author with words of what the paper
+does ("karpukhin dense retrieval", `navigation_words`), or a name the paper goes by ("LoRA", "BERT", and
+what the list's other papers call it, "DPR", "FiD": `builder/list_names.py`). Passage ranking alone
+puts other papers first for all of these, so the engine asks this module which paper, if any, the query
+names, and shows that paper's opening passage first; the rest of the ranking stays as the search made it.
 
 It reads only the per-paper table (ids, titles, authors, years and the short names the build derived
-with `short_names`), which is in memory from start-up. A query naming no paper, or several equally, names
-none: a wrong paper first is worse than the search's own ranking.
+with `short_names` and from the list's citations), which is in memory from start-up. A query naming no
+paper, or several equally, names none: a wrong paper first is worse than the search's own ranking.
 """
 
 from __future__ import annotations
@@ -217,16 +218,32 @@ class PaperFinder:
             topic = topic_words(rest)
             if not topic or name[0] in STOP_WORDS or len(name[-1]) < 2:
                 continue
-            for first_author in (True, False):
+            first, anywhere = self._surnames.get(name[-1], ((), ()))
+            for first_author, papers in ((True, first), (False, anywhere)):
                 candidates = [
                     i
-                    for i, paper in enumerate(self._papers)
-                    if (year is None or (paper.year and abs(paper.year - year) <= 1))
+                    for i in papers
+                    if (year is None or abs((self._papers[i].year or 0) - year) <= 1)
                     and self._has_authors(i, [name], first_author)
                 ]
                 if candidates:
                     return pick(candidates, topic, self._words_of, self._weight, similar)
         return None
+
+    @cached_property
+    def _surnames(self) -> dict[str, tuple[list[int], list[int]]]:
+        """Each surname's papers, those it wrote first and all, so that a query of a few words looks up
+        its candidates instead of reading every author list (made at the first such query)."""
+        index: dict[str, tuple[list[int], list[int]]] = {}
+        for paper, authors in enumerate(self._authors):
+            for position, author in enumerate(authors):
+                if author:
+                    first, anywhere = index.setdefault(author[-1], ([], []))
+                    if position == 0:
+                        first.append(paper)
+                    if not anywhere or anywhere[-1] != paper:
+                        anywhere.append(paper)
+        return index
 
     def _by_title(self, folded: str) -> int | None:
         quoted = re.fullmatch(r"[\"\u201c\u201d'](.+)[\"\u201c\u201d']", folded)
