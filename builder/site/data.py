@@ -15,6 +15,7 @@ import numpy as np
 
 from builder.citation_graph import CitationGraph, graph_bytes, list_graph
 from builder.embedding import ModelIdentity
+from builder.list_names import paper_names, with_list_names
 from builder.models import Chunk, IngestedPaper, Settings
 from builder.query_encoder import cached_query_encoder
 from builder.report import BuildReport
@@ -66,7 +67,7 @@ def write_site_data(
     """Every data file the browser runtime loads, content-hashed, and the manifest that names them."""
     with report.timed("index"):
         texts = write_paper_texts(out_dir, papers, embedded.papers)
-        records = texts.records
+        records = with_list_names(texts.records, paper_names(papers, cache_dir))
         artifacts: list[Artifact] = [texts.texts]
         chunks = [chunk for paper in papers for chunk in paper.chunks]
         search = write_search_files(out_dir, records, chunks, embedded.chunks)

@@ -208,6 +208,10 @@ class SearchEngine:
         opening = self.papers[named.paper].first_chunk if named else None
         if opening is not None and allowed is not None and not allowed.test(opening):
             opening = None  # the filters rule the paper out
+        if named and opening is not None and named.how == "bare id":  # the paper's passages, no others
+            docs = self.papers[named.paper].doc_ids
+            only = Allowed(docs.__contains__, len(docs), list(docs))
+            return Prepared(options, parsed, only, limit, browse=self._browse(only, options.k), named=opening)
         bm25 = None
         if parsed.phrases:
             # Quoted phrases restrict both retrievers to the chunks verified to hold them.
@@ -273,7 +277,9 @@ class SearchEngine:
         options, allowed = prepared.options, prepared.allowed
         if prepared.browse is not None:
             self.texts.read(result.doc_id for result in prepared.browse)
-            return [self._hit(result, ()) for result in prepared.browse]
+            return [
+                self._hit(result, (), named=result.doc_id == prepared.named) for result in prepared.browse
+            ]
         if options.mode == "dense" and query_vector is None:
             raise ValueError(
                 "mode 'dense' needs a query vector; encode the query first or use 'bm25'/'hybrid'"

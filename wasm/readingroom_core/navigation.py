@@ -2,14 +2,15 @@
 
 Researchers look papers up by name every minute: an arXiv id in any of its written forms
 (`2106.09685v2`, `arXiv:2106.09685`, an abs or pdf URL, `hep-th/9901001`), a title pasted whole or in
-part (quoted or not, with a typo or two), "Vaswani et al. 2017", or the paper's short name ("LoRA",
-"BERT"). Passage ranking alone puts other papers first for all of these, so the engine asks this module
-which paper, if any, the query names, and shows that paper's opening passage first; the rest of the
-ranking stays as the search made it.
+part (quoted or not, with a typo or two), "Vaswani et al. 2017", an author with words of what the paper
+does ("karpukhin dense retrieval", `navigation_words`), or a name the paper goes by ("LoRA", "BERT", and
+what the list's other papers call it, "DPR", "FiD": `builder/list_names.py`). Passage ranking alone
+puts other papers first for all of these, so the engine asks this module which paper, if any, the query
+names, and shows that paper's opening passage first; the rest of the ranking stays as the search made it.
 
 It reads only the per-paper table (ids, titles, authors, years and the short names the build derived
-with `short_names`), which is in memory from start-up. A query naming no paper, or several equally, names
-none: a wrong paper first is worse than the search's own ranking.
+with `short_names` and from the list's citations), which is in memory from start-up. A query naming no
+paper, or several equally, names none: a wrong paper first is worse than the search's own ranking.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from readingroom_core.analysis import STOP_WORDS, bare_id, fold
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.fusion import Fused
 from readingroom_core.lru import LastResult
+from readingroom_core.navigation_words import pick, split_query, topic_words
 from readingroom_core.spelling import edit_distance
 
 # New-style ids (2106.09685, 1301.3781), old-style ones (hep-th/9901001, math.gt/0309136), each with an
 # optional version; the query is folded (lower case) before matching.
 _ID_RE = re.compile(r"(?<![\w.])(\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?!\d)")
 _WORD_RE = re.compile(r"[a-z0-9]+")
+_URL_RE = re.compile(r"(?:https?://)?(?:www\.)?(?:export\.)?arxiv\.org/(?:abs|pdf)/|\.pdf\b")
 # "Vaswani 2017", "Vaswani et al. 2017", "(Devlin et al., 2019)", "Lewis and Perez 2020", "Hu et al 2021a"
 _AUTHOR_YEAR_RE = re.compile(
     r"\(?\s*(?P<names>[a-z][a-z' .&-]*?)(?P<etal>\s+et\.?\s+al\.?)?\s*,?\s*\(?(?P<year>(?:19|20)\d\d)[a-z]?\)?\s*\.?"
@@ -54,7 +57,7 @@ class Named:
     """The paper a query names (its index in the papers table) and how it named it."""
 
     paper: int
-    how: str  # "id" | "author-year" | "short name" | "title"
+    how: str  # "bare id" (the query is an id alone) | "id" | "author-year" | "short name" | "title" | "author-topic"
 
 
 def words(text: str) -> list[str]:
@@ -115,10 +118,11 @@ class PaperFinder:
             ("author-year", self._by_author_year),
             ("short name", self._by_short_name),
             ("title", self._by_title),
+            ("author-topic", self._by_author_topic),
         ):
             found = finder(folded)
             if found is not None:
-                return Named(found, how)
+                return Named(found, "bare id" if how == "id" and _bare_id(folded) else how)
         return None
 
     def _by_arxiv_id(self, folded: str) -> int | None:
@@ -195,6 +199,52 @@ class PaperFinder:
             return found if year and abs(year - int(year_match.group(1))) <= 1 else None
         return found
 
+    def _words_of(self, paper: int) -> list[str]:
+        """A paper's title words and names, as a query's topic words are read against them."""
+        return self._titles[paper] + self._names[paper]
+
+    @cached_property
+    def _names(self) -> list[list[str]]:
+        return [[name_key(name) for name in paper.short_names] for paper in self._papers]
+
+    def _by_author_topic(self, folded: str) -> int | None:
+        """An author's surname (first or last) with topic words, and maybe a year (`navigation_words`):
+        the papers that author wrote first, else wrote at all, and the words pick one of them."""
+        split = split_query(words(folded))
+        if split is None:
+            return None
+        typed, year = split
+        for name, rest in ((typed[:1], typed[1:]), (typed[:2], typed[2:]), (typed[-1:], typed[:-1])):
+            topic = topic_words(rest)
+            if not topic or name[0] in STOP_WORDS or len(name[-1]) < 2:
+                continue
+            first, anywhere = self._surnames.get(name[-1], ((), ()))
+            for first_author, papers in ((True, first), (False, anywhere)):
+                candidates = [
+                    i
+                    for i in papers
+                    if (year is None or abs((self._papers[i].year or 0) - year) <= 1)
+                    and self._has_authors(i, [name], first_author)
+                ]
+                if candidates:
+                    return pick(candidates, topic, self._words_of, self._weight, similar)
+        return None
+
+    @cached_property
+    def _surnames(self) -> dict[str, tuple[list[int], list[int]]]:
+        """Each surname's papers, those it wrote first and all, so that a query of a few words looks up
+        its candidates instead of reading every author list (made at the first such query)."""
+        index: dict[str, tuple[list[int], list[int]]] = {}
+        for paper, authors in enumerate(self._authors):
+            for position, author in enumerate(authors):
+                if author:
+                    first, anywhere = index.setdefault(author[-1], ([], []))
+                    if position == 0:
+                        first.append(paper)
+                    if not anywhere or anywhere[-1] != paper:
+                        anywhere.append(paper)
+        return index
+
     def _by_title(self, folded: str) -> int | None:
         quoted = re.fullmatch(r"[\"\u201c\u201d'](.+)[\"\u201c\u201d']", folded)
         typed = words(quoted.group(1) if quoted else folded)
@@ -251,6 +301,12 @@ def _aligned(typed: list[str], title: list[str]) -> tuple[int, int, int, tuple[i
                 best = max(best, diagonal, key=lambda cell: cell[0])
             rows[i][j] = best
     return rows[-1][-1]
+
+
+def _bare_id(folded: str) -> bool:
+    """Whether the query is an id and nothing more: "2106.09685", "arXiv:2106.09685v2", an abs URL."""
+    rest = _URL_RE.sub(" ", _ID_RE.sub(" ", folded))
+    return not [word for word in words(rest) if word not in {"arxiv", "abs", "pdf"}]
 
 
 def _ends_with(author: list[str], name: list[str]) -> bool:
