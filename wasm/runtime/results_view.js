@@ -9,16 +9,25 @@ import { currentParams, setSort } from "./router.js";
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
 /** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
-/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number, mode?: import("./protocol.js").Mode}} DrawnReply */
 
 export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
 export const MAX_K = 200;
 
-/** The part of a reply the list draws (and history keeps). @param {SearchReply} reply @param {number} k */
-export function drawnReply(reply, k) {
+/** The part of a reply the list draws (and history keeps), with the mode it was searched in.
+ * @param {SearchReply} reply @param {number} k @param {import("./protocol.js").Mode} [mode] */
+export function drawnReply(reply, k, mode = "hybrid") {
   const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
-  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k };
+  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k, mode };
 }
+
+/** The retrievers that ran, as the summary names them: semantic mode runs the vectors alone.
+ * @param {DrawnReply} reply */
+export function retrieversLabel(reply) {
+  if (reply.mode === "dense") return "semantic";
+  return reply.semantic ? "keyword + semantic" : "keyword";
+}
+
 
 const VIEW_KEY = "readingroom-view";
 const COMPACT = "compact";
@@ -132,7 +141,7 @@ function drawGroup(base, hits) {
 
 /** @param {DrawnReply} reply @param {number} papers */
 function summaryOf(reply, papers) {
-  const how = reply.semantic ? "keyword + semantic" : "keyword";
+  const how = retrieversLabel(reply);
   if (!reply.hits.length) return "No passages match. Try other words, or remove filters.";
   if (reply.weak) {
     return `Nothing matches these words well. The ${reply.hits.length} passages below are only the nearest in meaning (${how} search).`;
