@@ -53,6 +53,7 @@ const router = new Router(input, fields);
 const view = new ResultsView({
   results: $("results"),
   base: config.base,
+  references: config.references,
   more: (k) => runSearch(currentParams(), k),
   suggestionUrl(suggestion) {
     const params = router.formParams();
