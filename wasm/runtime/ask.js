@@ -171,7 +171,7 @@ class AskMode {
         (entries) => (entries ? saveFile("cited.bib", "application/x-bibtex", entries) : (save.textContent = "No cited paper is on the list")),
         (/** @type {Error} */ error) => (save.textContent = error.message),
       ), "export-bib");
-      if (turn.citations.length) tools.push(save);
+      if (turn.citations.some((citation) => citation.status !== "invented")) tools.push(save); // one on the list
     }
     turn.tools.replaceChildren(...tools);
   }
