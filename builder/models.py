@@ -113,7 +113,7 @@ class PaperMeta:
 
     @property
     def abs_url(self) -> str:
-        return f"https://arxiv.org/abs/{self.arxiv_id}"
+        return f"https://arxiv.org/abs/{self.versioned_id}"  # the version indexed, as every link
 
     @property
     def pdf_url(self) -> str:

@@ -24,6 +24,7 @@ from builder.paths import REPO_ROOT
 from builder.related import related_papers
 from builder.report import BuildReport
 from builder.site.manifest import write_manifest
+from builder.site.references import paper_references, write_references
 from builder.site.runtime import copy_runtime
 from readingroom_core.formats.manifest import MANIFEST_FILE, Manifest
 from readingroom_core.formats.papers import PaperRecord, read_papers
@@ -91,9 +92,11 @@ def script_json(data) -> str:
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def paper_json(paper: PaperRecord) -> dict:
-    """What the paper page's script needs to cite the paper (wasm/runtime/citation.js's `Paper`)."""
+def paper_json(paper: PaperRecord, reference: dict | None = None) -> dict:
+    """What the paper page's script needs to cite the paper (wasm/runtime/citation.js's `Paper`), with
+    its rendered BibTeX and CSL-JSON (`builder.site.references`)."""
     return {
+        "reference": reference,
         "arxiv_id": paper.id,
         "version": paper.version,
         "title": paper.title,
@@ -125,6 +128,7 @@ class SitePages:
         self.graph = graph
         self.by_id = {paper.id: paper for paper in papers}
         self.cited = graph.cited_counts()
+        self.references = paper_references(papers)
         self.whole_index_bytes = round(settings.whole_index_mb * (1 << 20))
         self.env = make_environment()
         base = manifest.base_url
@@ -141,6 +145,7 @@ class SitePages:
         }
 
     def write_all(self, related: dict[str, list[tuple[PaperRecord, float]]]) -> None:
+        self.common["references"] = self.manifest.base_url + write_references(self.out_dir, self.references)
         self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
         newest_first = sorted(self.papers, key=lambda p: p.first_version or p.published, reverse=True)
         drawn = paper_map(self.papers, [(c.citing, c.cited) for c in self.graph.citations])
@@ -165,7 +170,7 @@ class SitePages:
                 related=related[paper.id],
                 cites=[(self.by_id[c.cited], c.page) for c in self.graph.cites(paper.id)],
                 cited_by=[(self.by_id[c.citing], c.page) for c in self.graph.cited_by(paper.id)],
-                paper_data=script_json(paper_json(paper)),
+                paper_data=script_json(paper_json(paper, self.references[paper.id])),
             )
 
     def app_config(self) -> dict:
@@ -183,6 +188,7 @@ class SitePages:
             "ort_wasm": {"mjs": base + runtime["ort_glue"], "wasm": base + runtime["ort_wasm"]},
             # Runtime files the worker fetches as `<url>.gz` and decompresses (store.stored_gzipped).
             "cited": self.cited,  # how many papers of the list cite each: results sort by it
+            "references": self.common["references"],  # every paper's BibTeX and CSL-JSON, for the exports
             "whole_index_bytes": self.whole_index_bytes,  # of the index files, fetched whole
             "gzipped": [
                 base + a.path.removesuffix(GZIP_SUFFIX)

@@ -12,6 +12,7 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from support import corpus
 from support.ask_page import KEY, QUESTION, AskPage
 from support.chromium import wait_for
 from support.mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
@@ -47,7 +48,8 @@ def test_a_grounded_answer_streams_after_its_sources_and_every_citation_verifies
         card = cards[cite["source"].removeprefix("#")]  # links to its source card...
         assert card["arxiv_id"] == arxiv_id
         assert _words(quote) in _words(" ".join(card["marks"]))  # ...where the quote is highlighted
-        assert cite["pdf"] == f"https://arxiv.org/pdf/{arxiv_id}#page={_expected_pages(label)}"
+        version = {topic.arxiv_id: f"v{topic.versions}" for topic in corpus.TOPICS}[arxiv_id]
+        assert cite["pdf"] == f"https://arxiv.org/pdf/{arxiv_id}{version}#page={_expected_pages(label)}"
     api_request = llm.requests[-1]
     if provider == "anthropic":
         assert api_request.headers["x-api-key"] == KEY
@@ -178,8 +180,15 @@ def test_exports_give_the_answer_with_references_and_bibtex_of_the_cited_papers(
     assert f"arXiv:{INVENTED_ID}" in markdown.split("## References")[1]  # listed, marked unverified
     assert turn["summary"] in markdown
     cited = {arxiv_id for arxiv_id, *_ in llm.answers[-1].expected} - {INVENTED_ID}
-    assert sorted(bibtex.count(f"eprint = {{{arxiv_id}}}") for arxiv_id in cited) == [1] * len(cited)
+    counts = [len(re.findall(rf"eprint = {{{re.escape(arxiv_id)}v\d+}}", bibtex)) for arxiv_id in cited]
+    assert counts == [1] * len(cited)  # each once, with the version the site indexed
     assert INVENTED_ID not in bibtex and bibtex.count("@misc{") == len(cited)
+    # The very entries every other place gives (the build's references file), whole.
+    references = page.evaluate(
+        """async () => (await (await fetch(JSON.parse(document.getElementById('app-config').textContent)
+                                 .references)).json()).papers"""
+    )
+    assert bibtex == "\n\n".join(r["bibtex"] for r in references if r["arxiv_id"] in cited) + "\n"
 
 
 def test_follow_up_keeps_the_thread_and_retrieves_again(asking, llm):

@@ -5,6 +5,7 @@ that fit a phone, and an ?ask= link that waits for semantic search before it gat
 Screenshots of what changed (desktop 1366x768, phone 390 px) are written to $READINGROOM_SHOTS when set.
 """
 
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -78,8 +79,12 @@ def test_check_an_answer_opens_on_demand_and_tells_outside_the_sources_from_inve
     outside, invented = asking.turn()["unverified"]
     assert f"found on p.{number} of arXiv:{paper}, which was not among the sources" in outside["title"]
     assert "not in the reading list" in invented["title"]
-    # Nothing cited is among the sources: no BibTeX to offer (the Markdown export stays).
-    assert page.locator(".turn .export-bib").count() == 0 and page.locator(".turn .export-md").count() == 1
+    # BibTeX for what is cited and on the list, among the sources or not; never for the invented id.
+    with page.expect_download() as saved:
+        page.click(".turn .export-bib")
+    bibtex = open(saved.value.path(), encoding="utf-8").read()
+    assert bibtex.count("@misc{") == 1 and re.search(rf"eprint = {{{re.escape(paper)}v\d+}}", bibtex)
+    assert INVENTED_ID not in bibtex and page.locator(".turn .export-md").count() == 1
     page.locator(".turn .answer").scroll_into_view_if_needed()
     shoot(page, "ask-check-outside-desktop")
     toggle.click()

@@ -195,7 +195,7 @@ def test_the_map_opens_a_paper_by_keyboard_and_its_cited_by_list(citing_url, wat
     page.locator("#cited-by a").first.click()
     page.wait_for_url(f"**/papers/{citing.B}/")
     assert page.inner_text("h1") == citing.topics()[citing.B].title
-    assert page.inner_text("#cite-actions") == "Copy citation BibTeX"
+    assert page.inner_text("#cite-actions") == "Copy citation BibTeX Add to my list"
 
 
 def test_results_sort_by_citations_and_light_up_the_map(citing_url, watched):

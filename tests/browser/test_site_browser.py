@@ -44,7 +44,7 @@ def test_keyword_query_finds_paper_and_page(site_url, watched):
     assert first.query_selector("mark") is not None  # highlighted query terms
     assert (
         first.query_selector(".pdf-link").get_attribute("href")
-        == f"https://arxiv.org/pdf/{DOC2QUERY}#page={page}"
+        == f"https://arxiv.org/pdf/{DOC2QUERY}v{corpus.DOC2QUERY.versions}#page={page}"  # the version indexed
     )
     group_title = watched.page.query_selector("#results .paper-group h2 a")
     assert group_title.get_attribute("href") == f"{BASE}papers/{DOC2QUERY}/"
@@ -166,7 +166,10 @@ def test_keyboard_moves_through_results(site_url, watched):
              event.preventDefault(); window.openedLink = event.target.href; }, {capture: true})"""
     )
     page.keyboard.press("Enter")
-    assert page.evaluate("window.openedLink") == f"https://arxiv.org/pdf/{hits[0][0]}#page={hits[0][1]}"
+    version = {topic.arxiv_id: f"v{topic.versions}" for topic in corpus.TOPICS}[hits[0][0]]
+    assert (
+        page.evaluate("window.openedLink") == f"https://arxiv.org/pdf/{hits[0][0]}{version}#page={hits[0][1]}"
+    )
 
 
 def test_browser_top_ten_equals_the_cli_for_many_questions(served_site, watched):

@@ -137,16 +137,19 @@ def test_copy_citation_gives_title_and_a_bibtex_entry(site_url, watched):
     page.click("#results .hit .copy")
     cited = page.evaluate("window.copied")
     authors = ", ".join(paper.authors)
-    assert (
-        cited == f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}, {pages}."
+    version = f"v{paper.versions}"  # the version the site indexed, in the reference part
+    assert cited == (
+        f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}{version}, {pages}."
     )
     page.click("#results .hit .copy-bibtex")
     entry = page.evaluate("window.copied")
     assert entry.startswith(
         "@misc{lindqvist2019expanding,\n"
     )  # first author's surname, year, first title word
-    assert f"  title = {{{{{paper.title}}}}}," in entry and f"  eprint = {{{DOC2QUERY}}}," in entry
+    assert f"  title = {{{paper.title}}}," in entry and f"  eprint = {{{DOC2QUERY}{version}}}," in entry
     assert f"  author = {{{' and '.join(paper.authors)}}}," in entry and "  year = {2019}," in entry
+    assert f"  primaryClass = {{{paper.categories[0]}}}," in entry and "note" not in entry
+    assert f"  url = {{https://arxiv.org/abs/{DOC2QUERY}{version}}}" in entry
     assert entry.rstrip().endswith("}")
 
 

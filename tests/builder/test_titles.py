@@ -6,8 +6,8 @@ import json
 import pytest
 
 from builder.models import PaperMeta
-from builder.titles import title_case
 from builder.writers.papers import paper_record
+from readingroom_core.titles import title_case
 
 # (title as fetched, a phrase of its abstract, the title the site shows); from ../shared/arxiv-mirror
 CASES = [
@@ -60,3 +60,32 @@ def test_the_site_record_carries_the_title_case_title():
     record = paper_record(meta, 0, 1, (100, 900))
     assert record.title == CASES[0][2]
     assert json.loads(json.dumps(record.to_json()))["title"] == CASES[0][2]
+
+
+# A title with lower case letters whose PDF set a name in capitals (or cased it plainly): the abstract's
+# mixed-case spelling decides, a long capitalised name that spells no acronym of the title becomes a
+# name, and true acronyms stay. Titles and abstract phrases from ../shared/arxiv-mirror.
+MIXED = [
+    ("QLORA: Efficient Finetuning of Quantized LLMs", "We present QLoRA, an efficient finetuning approach",
+     "QLoRA: Efficient Finetuning of Quantized LLMs"),
+    ("Roformer: Enhanced Transformer with Rotary Position Embedding", "named RoFormer. ... roformer",
+     "RoFormer: Enhanced Transformer with Rotary Position Embedding"),
+    ("SELF-INSTRUCT: Aligning Language Model with Self Generated Instructions", "We introduce SELF-INSTRUCT, a",
+     "Self-Instruct: Aligning Language Model with Self Generated Instructions"),
+    ("TIES-MERGING: Resolving Interference When Merging Models", "we propose TIES-MERGING",
+     "Ties-Merging: Resolving Interference When Merging Models"),
+    ("MEDUSA: Simple LLM Inference Acceleration Framework with Multiple Decoding Heads", "we present MEDUSA",
+     "Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding Heads"),
+    ("RAPTOR: Recursive Abstractive Processing for Tree-Organized Retrieval", "Our model, RAPTOR, ",
+     "RAPTOR: Recursive Abstractive Processing for Tree-Organized Retrieval"),
+    ("REALM: Retrieval-Augmented Language Model Pre-Training", "REALM", "REALM: Retrieval-Augmented Language Model Pre-Training"),
+    ("RAFT: Adapting Language Model to Domain Specific RAG", "RAFT", "RAFT: Adapting Language Model to Domain Specific RAG"),
+    ("Recitation-Augmented Language Models", "RECITation-augmented gEneration (RECITE)", "Recitation-Augmented Language Models"),
+    ("YaRN: Efficient Context Window Extension of Large Language Models", "Yet another RoPE extensioN method",
+     "YaRN: Efficient Context Window Extension of Large Language Models"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fetched", "abstract", "shown"), MIXED, ids=[c[2] for c in MIXED])
+def test_capitalised_names_in_mixed_titles_take_the_abstracts_spelling(fetched, abstract, shown):
+    assert title_case(fetched, abstract) == shown

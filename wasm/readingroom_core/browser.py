@@ -113,6 +113,7 @@ def hit_json(hit: Hit, paper: PaperRecord) -> dict[str, Any]:
         "doc_id": hit.doc_id,
         "chunk_id": hit.chunk_id,
         "arxiv_id": hit.arxiv_id,
+        "version": paper.version,  # links and citations name the version the site indexed
         "title": hit.title,
         "authors": list(paper.authors),
         "year": paper.year,
@@ -326,9 +327,13 @@ class Site:
 
     def verify_answer(self, request_json: str) -> str:
         """{answer, evidence: {sources, pages}} -> `answers.verify`'s JSON, with the whole reading list
-        at hand for citations outside the sources."""
+        at hand for citations outside the sources, each citation with its paper's version ("" when the
+        list lacks it)."""
         request = loads(request_json)
         library = CorpusLibrary(self.engine)
         verdict = answers.verify(request["answer"], request["evidence"], library)
+        for citation in verdict.get("citations", []):  # its links name the version the site indexed
+            paper = self.papers_by_id.get(citation.get("arxiv_id", ""))  # none for an id with its version
+            citation["version"] = paper.version if paper else ""
         self.engine.forget_past_texts()
         return json.dumps(verdict)

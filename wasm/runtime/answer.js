@@ -9,7 +9,8 @@
 // offsets still hold (and again once markdown-it has decoded entities): a verdict on the page comes only
 // from the verifier.
 
-import { absUrl, bibtex, pdfUrl } from "./citation.js";
+import { absUrl, pdfUrl } from "./citation.js";
+import { bibtexFile } from "./references.js";
 import MarkdownIt from "./markdown-it.mjs";
 
 /** @typedef {import("./protocol.js").Citation} Citation */
@@ -17,7 +18,7 @@ import MarkdownIt from "./markdown-it.mjs";
  * @typedef {{raw: string[], drawCitation: (n: number) => string}} CitationEnv */
 /** @typedef {import("./protocol.js").AskCitation} AskCitation */
 /** @typedef {import("./protocol.js").AskSource} AskSource */
-/** @typedef {{arxiv_id: string, source: AskSource | undefined, pages: Set<number>, verified: number, total: number}} CitedPaper */
+/** @typedef {{arxiv_id: string, version: string, source: AskSource | undefined, pages: Set<number>, verified: number, total: number}} CitedPaper */
 
 const OPEN = "\uE000"; // placeholder: OPEN + index + CLOSE (citation) or UNCITED + index + CLOSE
 const UNCITED = "\uE002";
@@ -160,7 +161,7 @@ export function renderVerified(text, citations, uncited, sourceId) {
 /** @param {Citation} citation @param {string | null} sourceId */
 function drawCitation(citation, sourceId) {
   const label = escapeHtml(`arXiv:${citation.arxiv_id} ${citedPages(citation)}`);
-  const pdf = pdfUrl(citation.arxiv_id, citation.found_page ?? (citation.page || 1));
+  const pdf = pdfUrl(citation, citation.found_page ?? (citation.page || 1));
   const quote = citation.quote ? escapeHtml(` “${citation.quote}”`) : "";
   if (citation.verified) {
     const target = escapeHtml(sourceId ? `#${sourceId}` : pdf);
@@ -193,7 +194,8 @@ function citedPapers(citations, sources) {
   for (const citation of citations) {
     const source = sources.find((s) => s.arxiv_id === citation.arxiv_id);
     let paper = byId.get(citation.arxiv_id);
-    if (!paper) byId.set(citation.arxiv_id, (paper = { arxiv_id: citation.arxiv_id, source, pages: new Set(), verified: 0, total: 0 }));
+    const version = citation.version ?? source?.version ?? "";
+    if (!paper) byId.set(citation.arxiv_id, (paper = { arxiv_id: citation.arxiv_id, version, source, pages: new Set(), verified: 0, total: 0 }));
     if (citation.page) paper.pages.add(citation.page);
     paper.total += 1;
     if (citation.verified) paper.verified += 1;
@@ -208,18 +210,17 @@ export function answerMarkdown({ question, answer, citations, sources, summary }
     const pages = [...paper.pages].sort((a, b) => a - b).map((p) => `p.${p}`).join(", ") || "no page";
     const title = paper.source ? `${paper.source.title}. ` : "";
     const state = paper.verified === paper.total ? "verified" : `${paper.verified} of ${paper.total} citations verified`;
-    lines.push(`- ${title}arXiv:${paper.arxiv_id}, ${pages} (${state}). ${absUrl(paper.arxiv_id)}`);
+    lines.push(`- ${title}arXiv:${paper.arxiv_id}${paper.version}, ${pages} (${state}). ${absUrl(paper)}`);
   }
   lines.push("", `${summary} (checked against the sources by Reading Room).`, "");
   return lines.join("\n");
 }
 
-/** A .bib file of the cited papers that are among the sources, keyed by arXiv id (unique in one file);
- * empty when the answer cites none of them. @param {{citations: AskCitation[], sources: AskSource[]}} turn */
-export function citedBibtex({ citations, sources }) {
-  const entries = citedPapers(citations, sources).flatMap(({ source, arxiv_id }) =>
-    // not among the sources: nothing known about it
-    source ? [bibtex(source, { key: `arxiv${arxiv_id.replace(/[^0-9A-Za-z]/g, "")}` })] : [],
-  );
-  return entries.join("\n\n") + (entries.length ? "\n" : "");
+/** A .bib file of the cited papers the list holds, each entry as every other place on the site writes
+ * it (the references file); empty when the answer cites none of them.
+ * @param {{citations: AskCitation[], sources: AskSource[]}} turn
+ * @param {import("./references.js").Reference[]} references the list's, in reading-list order */
+export function citedBibtex({ citations, sources }, references) {
+  const cited = new Set(citedPapers(citations, sources).map((paper) => paper.arxiv_id.replace(/v\d+$/, "")));
+  return bibtexFile(references.filter((reference) => cited.has(reference.arxiv_id)));
 }

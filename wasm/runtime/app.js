@@ -53,6 +53,7 @@ const router = new Router(input, fields);
 const view = new ResultsView({
   results: $("results"),
   base: config.base,
+  references: config.references,
   more: (k) => runSearch(currentParams(), k),
   suggestionUrl(suggestion) {
     const params = router.formParams();
@@ -98,11 +99,17 @@ async function runSearch(params, k = RESULTS_K) {
     // Typed while the engine loads: say that it waits, and runs by itself as soon as search is ready.
     view.clear(`Search is still loading; “${query}” will run as soon as it is ready.`, "message waiting");
   }
+  const mode = /** @type {import("./protocol.js").Mode} */ (params.get("mode") || "hybrid");
   try {
-    const mode = /** @type {import("./protocol.js").Mode} */ (params.get("mode") || "hybrid");
+    if (mode === "dense" && !state.semantic && !state.semantic_error) {
+      // Semantic mode has nothing to run until the encoder is up: the query waits for it, then runs.
+      view.clear(`Semantic search is still loading; “${query}” will run as soon as it is ready.`, "message waiting");
+      await client.semantic.promise.catch(() => {}); // a failed load: the search below says why
+      if (mine !== latest) return;
+    }
     const reply = await client.search(query, { k, mode, filters: filtersOf(params) });
     if (mine !== latest) return;
-    const drawn = drawnReply(reply, k);
+    const drawn = drawnReply(reply, k, mode);
     view.draw(drawn);
     drawFilterNote(params);
     saveView({ url: currentUrl(), drawn, scrollY: 0 });

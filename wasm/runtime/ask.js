@@ -9,6 +9,7 @@ import { answerMarkdown, citedBibtex } from "./answer.js";
 import { Turn, countdownButton } from "./ask_turn.js";
 import { button, byId, element, saveFile } from "./dom.js";
 import { ProviderError, streamAnswer } from "./providers.js";
+import { loadReferences } from "./references.js";
 import { LlmSettings, providerFromOptions, withServerFacts } from "./settings.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
@@ -163,9 +164,14 @@ class AskMode {
     if (turn.answer.trim() && turn.verified) {
       const markdown = () => answerMarkdown({ ...turn.result(), summary: turn.summary.textContent });
       tools.push(button("Download answer (Markdown)", () => saveFile("answer.md", "text/markdown", markdown()), "export-md"));
-      // BibTeX only for what the answer cites (of the sources, whose metadata the page holds).
-      const entries = citedBibtex(turn.result());
-      if (entries) tools.push(button("Download BibTeX", () => saveFile("cited.bib", "application/x-bibtex", entries), "export-bib"));
+      // BibTeX only for what the answer cites, entries as the references file holds them.
+      const references = this.config.references;
+      const cited = () => loadReferences(references).then((all) => citedBibtex(turn.result(), all));
+      const save = button("Download BibTeX", () => cited().then(
+        (entries) => (entries ? saveFile("cited.bib", "application/x-bibtex", entries) : (save.textContent = "No cited paper is on the list")),
+        (/** @type {Error} */ error) => (save.textContent = error.message),
+      ), "export-bib");
+      if (turn.citations.some((citation) => citation.status !== "invented")) tools.push(save); // one on the list
     }
     turn.tools.replaceChildren(...tools);
   }

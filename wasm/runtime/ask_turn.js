@@ -136,7 +136,7 @@ export class Turn {
         const head = element("p", "source-head");
         head.append(element("span", "source-n", `[${n + 1}] `), link(paperPageUrl(base, source.arxiv_id), source.title));
         const where = element("p", "where");
-        where.append(`arXiv:${source.arxiv_id} · `, link(pdfUrl(source.arxiv_id, source.page_start), pagesLabel(source), "pdf-link"));
+        where.append(`arXiv:${source.arxiv_id}${source.version || ""} · `, link(pdfUrl(source, source.page_start), pagesLabel(source), "pdf-link"));
         if (source.section) where.append(" · ", element("span", "section", source.section));
         card.append(head, where, element("p", "source-text", source.text));
         return card;
@@ -276,9 +276,9 @@ export class Turn {
       question: this.question,
       answer: this.answer,
       stop_reason: this.stopReason,
-      citations: this.citations.map(({ arxiv_id, page, quote, verified, reason }) => ({ arxiv_id, page, quote, verified, reason })),
-      sources: this.sources.map(({ arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories }) => ({
-        arxiv_id, page_start, page_end, chunk_id, title, text, authors, year, categories,
+      citations: this.citations.map(({ arxiv_id, version, page, quote, verified, reason }) => ({ arxiv_id, version, page, quote, verified, reason })),
+      sources: this.sources.map(({ arxiv_id, version, page_start, page_end, chunk_id, title, text, authors, year, categories }) => ({
+        arxiv_id, version, page_start, page_end, chunk_id, title, text, authors, year, categories,
       })),
     };
   }

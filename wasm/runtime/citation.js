@@ -1,4 +1,7 @@
-// A paper's addresses and how to cite it, for the results, the Ask sources and the exports alike.
+// A paper's addresses and how to cite it in words, for the results, the Ask sources and the exports alike:
+// every arXiv link names the version the site indexed, so a page number points where the passage is.
+// BibTeX and CSL-JSON are not written here: the build renders them (readingroom_core/bibliography.py)
+// and references.js hands them out.
 
 export const ARXIV = "https://arxiv.org";
 
@@ -8,14 +11,20 @@ export const ARXIV = "https://arxiv.org";
  * @typedef {{arxiv_id: string, title: string, authors?: string[], year?: number | null, categories?: string[], version?: string}} Paper
  */
 
-/** @param {string} arxivId */
-export function absUrl(arxivId) {
-  return `${ARXIV}/abs/${arxivId}`;
+/** "2305.18290v2": the id with the version the site holds ("" where it does not say).
+ * @param {{arxiv_id: string, version?: string}} paper */
+export function versionedId(paper) {
+  return `${paper.arxiv_id}${paper.version || ""}`;
 }
 
-/** @param {string} arxivId @param {number} page */
-export function pdfUrl(arxivId, page) {
-  return `${ARXIV}/pdf/${arxivId}#page=${page}`;
+/** @param {{arxiv_id: string, version?: string}} paper */
+export function absUrl(paper) {
+  return `${ARXIV}/abs/${versionedId(paper)}`;
+}
+
+/** @param {{arxiv_id: string, version?: string}} paper @param {number} page */
+export function pdfUrl(paper, page) {
+  return `${ARXIV}/pdf/${versionedId(paper)}#page=${page}`;
 }
 
 /** The site's own page of a paper (builder/site/pages.py paper_dir: an old-style id's "/" becomes "_").
@@ -43,43 +52,12 @@ export function pageCitation(hit) {
 export function fullCitation(hit) {
   const who = authorsLabel(hit.authors || []);
   const byline = [who, hit.year ? `(${hit.year})` : ""].filter(Boolean).join(" ");
-  return `${pageCitation(hit)} ${byline}. ${hit.title}. arXiv:${hit.arxiv_id}, ${pagesLabel(hit)}.`;
+  return `${pageCitation(hit)} ${byline}. ${hit.title}. arXiv:${versionedId(hit)}, ${pagesLabel(hit)}.`;
 }
 
 /** The paper as a reference: "Hu, Shen, Wallis et al. (2021). LoRA: …. arXiv:2106.09685v2." @param {Paper} paper */
 export function paperCitation(paper) {
   const who = authorsLabel(paper.authors || []);
   const byline = [who, paper.year ? `(${paper.year})` : ""].filter(Boolean).join(" ");
-  return `${byline ? byline + ". " : ""}${paper.title}. arXiv:${paper.arxiv_id}${paper.version || ""}.`;
-}
-
-/** First author's surname, year and first long title word: "lindqvist2019expanding". @param {Paper} paper */
-export function readableKey(paper) {
-  const surname = ((paper.authors || [""])[0].trim().split(/\s+/).pop() || "arxiv").toLowerCase();
-  const word = (paper.title.toLowerCase().match(/[a-z0-9]{4,}/) || [""])[0];
-  return `${surname.normalize("NFKD").replace(/[^a-z0-9]/g, "")}${paper.year || ""}${word}`;
-}
-
-/** A field's text with what would break BibTeX or LaTeX taken out or escaped. @param {string} text */
-function bibtexValue(text) {
-  return String(text).replace(/[{}\\]/g, "").replace(/([%&$#_])/g, "\\$1").replace(/\s+/g, " ").trim();
-}
-
-/**
- * One @misc entry for an arXiv paper.
- * @param {Paper} paper
- * @param {{key?: string, note?: string}} [options] key: the citation key (readableKey unless given)
- */
-export function bibtex(paper, { key = readableKey(paper), note } = {}) {
-  const fields = [
-    ["title", `{${bibtexValue(paper.title)}}`],
-    ["author", (paper.authors || []).map(bibtexValue).join(" and ")],
-    ["year", paper.year],
-    ["eprint", paper.arxiv_id],
-    ["archivePrefix", "arXiv"],
-    ["primaryClass", (paper.categories || [])[0]],
-    ["url", absUrl(paper.arxiv_id)],
-    ["note", note],
-  ].filter(([, value]) => value);
-  return `@misc{${key},\n${fields.map(([name, value]) => `  ${name} = {${value}}`).join(",\n")}\n}`;
+  return `${byline ? byline + ". " : ""}${paper.title}. arXiv:${versionedId(paper)}.`;
 }

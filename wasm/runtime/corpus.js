@@ -2,6 +2,7 @@
 // and the map of the list (paper_map.js), dimmed by the same filters, lighting up ?on=id,id (search results).
 
 import { byId } from "./dom.js";
+import "./list_exports.js";
 import { PaperMap } from "./paper_map.js";
 
 const table = /** @type {HTMLTableElement} */ (document.getElementById("corpus-table"));

@@ -20,6 +20,7 @@
  * @property {{mjs: string, wasm: string}} ort_wasm
  * @property {string[]} gzipped runtime URLs stored only as `<url>.gz`
  * @property {{[arxivId: string]: number}} cited how many papers of the list cite each (builder/citation_graph.py)
+ * @property {string} references the references file: every paper's BibTeX and CSL-JSON (builder/site/references.py)
  * @property {number} whole_index_bytes how much of the index files read by range the worker fetches whole
  */
 
@@ -41,6 +42,7 @@
  * @property {number} doc_id
  * @property {string} chunk_id
  * @property {string} arxiv_id
+ * @property {string} version the version the site indexed ("v2"; "" where the site does not say)
  * @property {string} title
  * @property {string[]} authors
  * @property {number | null} year
@@ -125,7 +127,8 @@
 /**
  * One checked citation (readingroom_core.citations): offsets are code points into the answer.
  * @typedef {object} Citation
- * @property {string} arxiv_id
+ * @property {string} arxiv_id as the answer wrote it, with the version where it named one
+ * @property {string} [version] the version the site holds, for links ("" when the id names its own)
  * @property {number} page
  * @property {number} page_end
  * @property {number | null} found_page the page holding the quote's start, for a PDF link
@@ -313,8 +316,8 @@
  * @property {number} [max_tokens] the answer cap
  */
 
-/** A citation as readingRoom.ask gives it. @typedef {Pick<Citation, "arxiv_id" | "page" | "quote" | "verified" | "reason">} AskCitation */
-/** @typedef {Pick<Source, "arxiv_id" | "page_start" | "page_end" | "chunk_id" | "title" | "text" | "authors" | "year" | "categories">} AskSource */
+/** A citation as readingRoom.ask gives it. @typedef {Pick<Citation, "arxiv_id" | "version" | "page" | "quote" | "verified" | "reason">} AskCitation */
+/** @typedef {Pick<Source, "arxiv_id" | "version" | "page_start" | "page_end" | "chunk_id" | "title" | "text" | "authors" | "year" | "categories">} AskSource */
 
 /**
  * What readingRoom.ask resolves to (ask_turn.js Turn.result), and what the exports are made from.

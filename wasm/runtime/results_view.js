@@ -2,22 +2,32 @@
 // the summary line (announced to screen readers), "Did you mean", sorting, "More results", and moving
 // through the passages by keyboard. Untrusted text only ever reaches the DOM through textContent.
 
-import { absUrl, authorsLabel, bibtex, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
+import { absUrl, authorsLabel, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl, versionedId } from "./citation.js";
+import { listToggle } from "./my_list.js";
+import { copyBibtexButton, exportLine } from "./references.js";
 import { button, byId, copyText, element, link } from "./dom.js";
 import { currentParams, setSort } from "./router.js";
 
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
 /** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
-/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number, mode?: import("./protocol.js").Mode}} DrawnReply */
 
 export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
 export const MAX_K = 200;
 
-/** The part of a reply the list draws (and history keeps). @param {SearchReply} reply @param {number} k */
-export function drawnReply(reply, k) {
+/** The part of a reply the list draws (and history keeps), with the mode it was searched in.
+ * @param {SearchReply} reply @param {number} k @param {import("./protocol.js").Mode} [mode] */
+export function drawnReply(reply, k, mode = "hybrid") {
   const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
-  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k };
+  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k, mode };
+}
+
+/** The retrievers that ran, as the summary names them: semantic mode runs the vectors alone.
+ * @param {DrawnReply} reply */
+export function retrieversLabel(reply) {
+  if (reply.mode === "dense") return "semantic";
+  return reply.semantic ? "keyword + semantic" : "keyword";
 }
 
 const VIEW_KEY = "readingroom-view";
@@ -92,47 +102,46 @@ function drawSnippet(runs) {
   return paragraph;
 }
 
-/** @param {DrawnHit} hit */
-function drawHit(hit) {
+/** @param {DrawnHit} hit @param {string} references the references file */
+function drawHit(hit, references) {
   const item = element("li", "hit");
   item.tabIndex = -1;
   item.dataset.arxivId = hit.arxiv_id;
   item.dataset.page = String(hit.page_start);
   item.dataset.chunkId = hit.chunk_id;
   const where = element("p", "where");
-  const pdf = link(pdfUrl(hit.arxiv_id, hit.page_start), pagesLabel(hit), "pdf-link");
+  const pdf = link(pdfUrl(hit, hit.page_start), pagesLabel(hit), "pdf-link");
   where.append(pdf);
   if (hit.section) where.append(" · ", element("span", "section", hit.section));
   const copy = button("Copy citation", () => copyText(fullCitation(hit), copy), "copy");
   copy.setAttribute("aria-label", `Copy citation ${pageCitation(hit)} with title`);
-  const entry = bibtex(hit, { note: `cited at ${pagesLabel(hit)}` });
-  const copyBibtex = button("BibTeX", () => copyText(entry, copyBibtex), "copy-bibtex");
-  copyBibtex.setAttribute("aria-label", `Copy a BibTeX entry for arXiv:${hit.arxiv_id}`);
   const actions = element("p", "actions");
-  const abstract = link(absUrl(hit.arxiv_id), "arXiv abstract");
-  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtex);
+  const abstract = link(absUrl(hit), "arXiv abstract");
+  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtexButton(references, hit.arxiv_id));
   item.append(where, drawSnippet(hit.segments), actions);
   return item;
 }
 
-/** @param {string} base @param {DrawnHit[]} hits */
-function drawGroup(base, hits) {
+/** @param {string} base @param {string} references the references file @param {DrawnHit[]} hits */
+function drawGroup(base, references, hits) {
   const first = hits[0];
   const group = element("article", "paper-group");
   group.dataset.arxivId = first.arxiv_id;
   const heading = element("h2");
   heading.append(link(paperPageUrl(base, first.arxiv_id), first.title));
   heading.title = first.title; // whole, where the compact view cuts it
-  const byline = [authorsLabel(first.authors), first.year, `arXiv:${first.arxiv_id}`].filter(Boolean).join(" · ");
+  const byline = [authorsLabel(first.authors), first.year, `arXiv:${versionedId(first)}`].filter(Boolean).join(" · ");
   const list = element("ol", "hits");
-  list.append(...hits.map(drawHit));
-  group.append(heading, element("p", "meta", byline), list);
+  list.append(...hits.map((hit) => drawHit(hit, references)));
+  const meta = element("p", "meta", byline);
+  meta.append(" ", listToggle(first.arxiv_id, first.title));
+  group.append(heading, meta, list);
   return group;
 }
 
 /** @param {DrawnReply} reply @param {number} papers */
 function summaryOf(reply, papers) {
-  const how = reply.semantic ? "keyword + semantic" : "keyword";
+  const how = retrieversLabel(reply);
   if (!reply.hits.length) return "No passages match. Try other words, or remove filters.";
   if (reply.weak) {
     return `Nothing matches these words well. The ${reply.hits.length} passages below are only the nearest in meaning (${how} search).`;
@@ -145,13 +154,15 @@ export class ResultsView {
    * @param {object} options
    * @param {HTMLElement} options.results the list's container
    * @param {string} options.base the site's base URL, for its paper pages
+   * @param {string} options.references the references file (every paper's BibTeX and CSL-JSON)
    * @param {(k: number) => Promise<void>} options.more search again for k passages
    * @param {(suggestion: string) => string} options.suggestionUrl
    * @param {(suggestion: string) => void} options.followSuggestion
    */
-  constructor({ results, base, more, suggestionUrl, followSuggestion }) {
+  constructor({ results, base, references, more, suggestionUrl, followSuggestion }) {
     this.results = results;
     this.base = base;
+    this.references = references;
     this.more = more;
     this.suggestionUrl = suggestionUrl;
     this.followSuggestion = followSuggestion;
@@ -178,11 +189,14 @@ export class ResultsView {
       const choices = element("p", "sort");
       if (groups.length > 1) choices.append(this.drawSortChoice(), " ");
       choices.append(this.drawViewChoice());
+      const ids = groups.map((hits) => hits[0].arxiv_id);
+      const what = ids.length === 1 ? "this paper" : `these ${ids.length} papers`;
+      choices.append(" ", exportLine({ url: this.references, what, name: "results", ids: () => ids }));
       drawn.push(choices);
     }
     if (groups.length > 1) drawn.push(mapLink(this.base, groups));
     this.results.classList.toggle("compact", compactView());
-    drawn.push(...sortedGroups(groups).map((hits) => drawGroup(this.base, hits)));
+    drawn.push(...sortedGroups(groups).map((hits) => drawGroup(this.base, this.references, hits)));
     if (reply.hits.length >= reply.k && reply.k < MAX_K) drawn.push(this.drawMore(reply.k));
     this.results.replaceChildren(...drawn);
   }
