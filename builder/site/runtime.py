@@ -68,6 +68,7 @@ ENGINE_MODULES = (
 PAGE_MODULES = (
     "app.js",
     "corpus.js",
+    "fold.js",
     "paper_map.js",
     "paper.js",
     "search_client.js",
