@@ -67,6 +67,7 @@ ENGINE_MODULES = (
 # imports it as ./markdown-it.mjs). protocol.js holds types only and is not shipped.
 PAGE_MODULES = (
     "app.js",
+    "filter_state.js",
     "corpus.js",
     "fold.js",
     "paper_map.js",

@@ -181,7 +181,7 @@
 // --- page -> search worker --------------------------------------------------------------------------------
 
 /**
- * @typedef {{type: "init", config: AppConfig, port: MessagePort}} InitMessage
+ * @typedef {{type: "init", config: AppConfig, port: MessagePort, save_data: boolean}} InitMessage save_data: the page's navigator.connection.saveData (a worker's may not follow the browser's setting)
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
  * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
