@@ -68,6 +68,7 @@ ENGINE_MODULES = (
 PAGE_MODULES = (
     "app.js",
     "filter_state.js",
+    "missing_view.js",
     "corpus.js",
     "fold.js",
     "paper_map.js",

@@ -4,6 +4,7 @@
 
 import { byId, element } from "./dom.js";
 import { FilterState } from "./filter_state.js";
+import { MissingNote } from "./missing_view.js";
 import { Router, currentParams, currentUrl, filtersOf, saveView, savedView } from "./router.js";
 import { ResultsView, drawnReply } from "./results_view.js";
 import { RESULTS_K, SearchClient } from "./search_client.js";
@@ -80,6 +81,7 @@ optionsToggle.addEventListener("click", () => {
 const filters = /** @type {HTMLElement} */ (form.querySelector(".filters")); // the template's
 filters.id = "search-options";
 filters.before(optionsToggle);
+const missingNote = new MissingNote(view.results, config.base);
 const filterState = new FilterState({
   fields,
   results: view.results,
@@ -100,6 +102,7 @@ async function runSearch(params, k = RESULTS_K) {
   const mine = ++latest;
   notice.hidden = true;
   filterState.draw(params, null);
+  missingNote.draw([]);
   if (!query) return view.clear();
   const results = view.results;
   results.setAttribute("aria-busy", "true");
@@ -115,6 +118,7 @@ async function runSearch(params, k = RESULTS_K) {
     view.draw(drawn);
     drawFilterNote(params);
     filterState.draw(params, drawn.hits.length);
+    missingNote.draw(drawn.missing);
     saveView({ url: currentUrl(), drawn, scrollY: 0 });
   } catch (error) {
     if (mine === latest) view.clear(/** @type {Error} */ (error).message, "message error");
@@ -171,6 +175,7 @@ function restore(entry) {
   view.draw(saved.drawn);
   drawFilterNote(currentParams());
   filterState.draw(currentParams(), saved.drawn.hits.length);
+  missingNote.draw(saved.drawn.missing);
   window.scrollTo(0, saved.scrollY || 0);
   return true;
 }

@@ -73,6 +73,16 @@
  * @property {string | null} suggestion the query respelled with the corpus's own words
  * @property {boolean} embeds whether the query has text to embed (a filter-only list is the same with or
  *   without semantic search)
+ * @property {MissingWork[]} missing the works the list cites but does not hold that the query names
+ */
+
+/**
+ * A work the list cites and lacks (readingroom_core/readers/missing.py, browser.Site.missing_json).
+ * @typedef {object} MissingWork
+ * @property {string | null} arxiv_id
+ * @property {string} title
+ * @property {string[]} names what the citing papers call it ("Chinchilla")
+ * @property {Array<{arxiv_id: string, title: string, page: number | null}>} cited_by the list's papers citing it
  */
 
 /**

@@ -9,7 +9,7 @@ import { currentParams, setSort } from "./router.js";
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
 /** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
-/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number}} DrawnReply */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number, missing?: import("./protocol.js").MissingWork[]}} DrawnReply */
 
 export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
 export const MAX_K = 200;
@@ -17,7 +17,7 @@ export const MAX_K = 200;
 /** The part of a reply the list draws (and history keeps). @param {SearchReply} reply @param {number} k */
 export function drawnReply(reply, k) {
   const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
-  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k };
+  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k, missing: reply.missing };
 }
 
 const VIEW_KEY = "readingroom-view";
