@@ -410,7 +410,8 @@ async function readIndexWhole(site) {
     chooseWholeIndex(site); // semantic search failed: the keyword side's files
     post({ type: "timeline", timeline: { ...state.timeline } });
   }
-  if (!state.wholeIndex?.length || state.saveData) return void (state.saveData && mark("index_whole_skipped"));
+  if (state.saveData && state.wholeIndex?.length) mark("index_whole_skipped"); // reported just below
+  if (!state.wholeIndex?.length || state.saveData) return void state.progress.report(true);
   const count = (/** @type {number} */ n) => state.progress.countAfter("index_whole", n); // after "ready": counted still
   await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, count), quiet);
   mark("index_read_whole");
