@@ -177,6 +177,7 @@
  * @property {string} vocab
  * @property {string} char_classes
  * @property {string} graph
+ * @property {string} [missing] the works the list cites and lacks (formats/missing.py)
  */
 
 /** A data file with its size and sha256, checked before use. @typedef {{path: string, bytes: number, sha256: string}} Artifact */
