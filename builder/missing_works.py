@@ -37,6 +37,16 @@ class MissingWork:
     title: str
     reference: str
     cited_by: tuple[str, ...]
+    entries: tuple[tuple[str, Reference], ...] = ()  # (citing paper, its entry) for every entry grouped
+
+    def pages(self) -> tuple[int | None, ...]:
+        """The first page on which each citing paper (as `cited_by`) cites the work, where found."""
+        first: dict[str, int | None] = {}
+        for citing, reference in self.entries:
+            page, known = reference.cited_on, first.get(citing)
+            if citing not in first or (page is not None and (known is None or page < known)):
+                first[citing] = page
+        return tuple(first.get(citing) for citing in self.cited_by)
 
     def to_json(self) -> dict:
         return {
@@ -66,6 +76,7 @@ class _Work:
     titles: list[str]
     reference: str
     citing: list[str]
+    entries: list[tuple[str, Reference]]
 
     @property
     def title(self) -> str:
@@ -96,13 +107,14 @@ def missing_works(
         if not key:
             continue
         arxiv_id = "" if key.startswith("title:") else key
-        work = works.setdefault(key, _Work(arxiv_id, [], reference.text, []))
+        work = works.setdefault(key, _Work(arxiv_id, [], reference.text, [], []))
         work.titles.append(title)
+        work.entries.append((citing, reference))
         if citing not in work.citing:
             work.citing.append(citing)
     kept = [w for w in works.values() if len(w.citing) >= min_citing]
     kept.sort(key=lambda w: (-len(w.citing), w.arxiv_id or "~", squeeze(w.title)))
-    return [MissingWork(w.arxiv_id, w.title, w.reference, tuple(w.citing)) for w in kept]
+    return [MissingWork(w.arxiv_id, w.title, w.reference, tuple(w.citing), tuple(w.entries)) for w in kept]
 
 
 def _names_listed(reference: Reference, matcher: ReferenceMatcher) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from builder.map_labels import Cluster, map_clusters
 from readingroom_core.formats.papers import PaperRecord, PaperVector
 
 GRID = 1000  # coordinates are integers in [0, GRID]: a few bytes each, and stable under float noise
@@ -174,8 +175,8 @@ def _nearest(distance: np.ndarray, k: int) -> np.ndarray:
 @dataclass(frozen=True)
 class MapData:
     """What the page draws: the papers' ids, their points on the grid, each one's colour group (an
-    index into `groups`, the category or tag names), by category and by tag, and the citations as
-    index pairs."""
+    index into `groups`, the category or tag names), by category and by tag, the citations as
+    index pairs (citing, cited), and the labelled regions (builder/map_labels.py)."""
 
     ids: tuple[str, ...]
     points: tuple[tuple[int, int], ...]
@@ -184,6 +185,7 @@ class MapData:
     categories: tuple[str, ...]
     tags: tuple[str, ...]
     edges: tuple[tuple[int, int], ...]
+    clusters: tuple[Cluster, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -194,6 +196,7 @@ class MapData:
             "categories": list(self.categories),
             "tags": list(self.tags),
             "edges": [index for edge in self.edges for index in edge],
+            "clusters": [cluster.to_json() for cluster in self.clusters],  # [x, y, label] each
         }
 
 
@@ -238,4 +241,5 @@ def paper_map(papers: Sequence[PaperRecord], edges: Sequence[tuple[str, str]]) -
         categories=tuple(categories),
         tags=tuple(tags),
         edges=tuple(pairs),
+        clusters=tuple(map_clusters(points, [p.title for p in placed], [p.tags for p in placed])),
     )

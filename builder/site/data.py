@@ -24,6 +24,7 @@ from builder.site.search_files import search_index_files
 from builder.site.store import stored_gzipped, write_hashed, write_plain
 from builder.stages.embed import Embedded
 from builder.writers.hnsw import IndexParams
+from builder.writers.missing import list_missing, missing_file_bytes
 from builder.writers.papers import paper_record, paper_table_bytes, paper_vectors_bytes
 from builder.writers.texts import paper_text, preset_dictionary, texts_file_bytes
 from builder.writers.wordpieces import word_piece_directory
@@ -78,7 +79,9 @@ def write_site_data(
     with report.timed("graph"):
         graph = list_graph(papers, cache_dir)
         graph_file = write_hashed(out_dir, "data", "graph", ".json", graph_bytes(graph))
-    files = {**search.files, **encoder_files, "text_dictionary": texts.dictionary}
+        missing = missing_file_bytes(list_missing(papers, cache_dir))  # the works cited and not held
+        missing_file = write_hashed(out_dir, "data", "missing", ".json", missing)
+    files = {**search.files, **encoder_files, "text_dictionary": texts.dictionary, "missing": missing_file}
     for artifact in files.values():
         if artifact not in search.ranged:  # a ranged file named by a role too stays as it is
             artifacts += stored_gzipped(out_dir, artifact)

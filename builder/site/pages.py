@@ -23,6 +23,7 @@ from builder.paper_map import paper_map
 from builder.paths import REPO_ROOT
 from builder.related import related_papers
 from builder.report import BuildReport
+from builder.site.folding import page_fold_table
 from builder.site.manifest import write_manifest
 from builder.site.references import paper_references, write_references
 from builder.site.runtime import copy_runtime
@@ -156,6 +157,7 @@ class SitePages:
             papers=newest_first,
             cited=self.cited,
             map_data=script_json(drawn.to_json()) if drawn else "",
+            fold_table=script_json(page_fold_table()),  # the filter folds accents as search does
         )
         self.write("about/index.html", "about.html", page="about")
         # Static hosts (GitHub Pages, Netlify, nginx's error_page) serve this for any missing path; its

@@ -67,7 +67,10 @@ ENGINE_MODULES = (
 # imports it as ./markdown-it.mjs). protocol.js holds types only and is not shipped.
 PAGE_MODULES = (
     "app.js",
+    "filter_state.js",
+    "missing_view.js",
     "corpus.js",
+    "fold.js",
     "paper_map.js",
     "paper.js",
     "search_client.js",

@@ -100,17 +100,27 @@ def test_the_wait_while_the_model_reads_the_prompt_is_shown(open_local):
     assert "tokens sent" in shown and "Waiting" not in view.turn()["summary"]
 
 
+PUBLIC_HOST = "reading-room.example"
+
+
 @pytest.fixture
 def public_site(browser, site_url):  # noqa: F811
-    """A second chromium, told that the test site's origin is on the public internet."""
+    """A second chromium, told that the test site's origin is on the public internet, and (so that the
+    page, which reads its address space from its host name, sees it too) under a public name."""
     port = site_url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
-    override = f"--ip-address-space-overrides=127.0.0.1:{port}=public"
-    chromium = browser.browser_type.launch(executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, override])
-    yield chromium
+    args = [
+        *CHROMIUM_ARGS,
+        f"--ip-address-space-overrides=127.0.0.1:{port}=public",
+        f"--host-resolver-rules=MAP {PUBLIC_HOST} 127.0.0.1",
+        f"--unsafely-treat-insecure-origin-as-secure=http://{PUBLIC_HOST}:{port}",  # as https would be
+    ]
+    chromium = browser.browser_type.launch(executable_path=str(CHROMIUM), args=args)
+    yield chromium, site_url.replace("127.0.0.1", PUBLIC_HOST, 1)
     chromium.close()
 
 
-def test_a_public_page_denied_local_network_access_says_so(public_site, site_url):  # noqa: F811
+def test_a_public_page_denied_local_network_access_says_so(public_site):
+    public_site, site_url = public_site
     with MockLLM(api_key="", local="llama-server") as server:
         denied = AskPage(public_site, site_url, server)
         denied.open()

@@ -15,7 +15,7 @@ from support import citing
 from support.builds import run_build
 from support.chromium import wait_for
 from support.served import require_browser, serving
-from support.site_page import Watched
+from support.site_page import PHONE, Watched, shoot
 
 from builder.paper_map import MapData, map_layout, paper_map, tsne
 from builder.site.runtime import RUNTIME_SOURCES
@@ -24,6 +24,7 @@ from readingroom_core.formats.papers import read_papers
 from readingroom_core.ranges import folder_reader
 
 IDS = (citing.A, citing.B, citing.C, citing.D)
+DESKTOP = {"width": 1366, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +187,23 @@ def test_the_map_opens_a_paper_by_keyboard_and_its_cited_by_list(citing_url, wat
     page.select_option("#corpus-tag", "retrieval")
     assert page.locator("#map .map-point.dimmed").count() == 3
     page.check("#map-edges")
-    assert page.locator("#map .map-edges line").count() == 5
     title_of_a = citing.topics()[citing.A].title
     page.locator(f"#map .map-point[aria-label='{title_of_a}']").focus()
+    # the focused paper's citations alone, each an arrow from the citing paper to the cited one
+    touching = [(a, b) for a, b, _, _ in citing.expected() if citing.A in (a, b)]
+    arrows = page.eval_on_selector_all(
+        "#map .map-edges line",
+        "lines => lines.map((l) => [l.getAttribute('class'), l.getAttribute('marker-end')])",
+    )
+    assert sorted(kind for kind, _ in arrows) == sorted(
+        "cites" if a == citing.A else "cited-by" for a, _ in touching
+    )
+    assert all(marker == "url(#map-arrow)" for _, marker in arrows) and len(arrows) < 5
+    cites = sum(a == citing.A for a, _ in touching)
+    assert (
+        page.inner_text("#map-label")
+        == f"{title_of_a}: cites {cites} {'paper' if cites == 1 else 'papers'} of the list, cited by {len(touching) - cites}"
+    )
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/papers/{citing.A}/")
     assert page.inner_text("#cited-by-heading") == "Cited by 2 papers in this list"
@@ -214,3 +229,51 @@ def test_results_sort_by_citations_and_light_up_the_map(citing_url, watched):
     wait_for(page, "document.querySelectorAll('#map .map-point.lit').length > 0")
     lit = page.eval_on_selector_all("#map .map-point.lit", "points => points.length")
     assert lit == len(order) and page.inner_text("#map-label").startswith(f"{len(order)} papers")
+
+
+def test_most_cited_sorts_the_most_cited_first_on_the_first_click(citing_url, watched):
+    page = watched.page
+    page.goto(f"{citing_url}corpus/")
+    cited = "rows => rows.map((row) => Number(row.dataset.cited))"
+    counts = page.eval_on_selector_all("#corpus-table tbody tr", cited)
+    assert len(set(counts)) > 1  # the list's papers are cited unequally, so an order shows
+    page.click("button[data-sort=cited]")
+    assert page.eval_on_selector_all("#corpus-table tbody tr", cited) == sorted(counts, reverse=True)
+    assert page.get_attribute("th:has(button[data-sort=cited])", "aria-sort") == "descending"
+    page.click("button[data-sort=cited]")
+    assert page.eval_on_selector_all("#corpus-table tbody tr", cited) == sorted(counts)
+    page.click("button[data-sort=title]")  # text still starts A to Z
+    titles = page.eval_on_selector_all(
+        "#corpus-table tbody tr", "rows => rows.map((row) => row.dataset.title)"
+    )
+    assert titles == sorted(titles)
+
+
+def _box(page, selector: str) -> dict:
+    return page.eval_on_selector(
+        selector,
+        "e => { const b = e.getBoundingClientRect(); return {x: b.x, y: b.y, right: b.right, bottom: b.bottom}; }",
+    )
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_map_key_and_label_are_in_view_beside_the_map(citing_url, watched, viewport):
+    page = watched.page
+    page.set_viewport_size(viewport)
+    page.goto(f"{citing_url}corpus/")
+    page.locator("#map-heading").scroll_into_view_if_needed()
+    page.evaluate("document.getElementById('map-heading').scrollIntoView({block: 'start'})")
+    page.locator("#map .map-point").first.focus()
+    canvas, legend, label = (_box(page, s) for s in ("#map-canvas", "#map-legend", "#map-label"))
+    height, width = viewport["height"], viewport["width"]
+    for box in (legend, label):
+        assert 0 <= box["y"] and box["bottom"] <= height and box["right"] <= width, box
+    if width > 1000:  # beside the map, the whole map in view with them
+        assert legend["x"] >= canvas["right"] and label["x"] >= canvas["right"]
+        assert canvas["bottom"] <= height
+    else:  # on a phone the key comes first and the map below it, as wide as the screen
+        assert legend["bottom"] <= canvas["y"] and canvas["right"] <= width
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.check("#map-edges")
+    page.locator("#map .map-point").first.focus()
+    shoot(page, f"corpus-map-{'phone' if width < 500 else 'desktop'}")

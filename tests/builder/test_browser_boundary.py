@@ -56,6 +56,7 @@ def test_search_replies_with_the_engines_hits_in_the_one_json_shape(site):
         "weak": False,  # the query's words are in the corpus
         "suggestion": None,
         "embeds": True,  # free text: semantic search would take part
+        "missing": [],  # the query names no work the list cites and lacks
     }
     first = reply["hits"][0]
     assert first["authors"] == list(papers[first["arxiv_id"]].authors) and first["year"]

@@ -29,6 +29,7 @@ from readingroom_core import answers
 from readingroom_core.engine import Hit, Prepared, SearchEngine
 from readingroom_core.filters import Filters
 from readingroom_core.formats.manifest import MANIFEST_FILE, Manifest, read_manifest
+from readingroom_core.formats.missing import read_missing
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.formats.versioned import gunzipped as unpacked
 from readingroom_core.formats.wordpieces import read_word_piece_directory
@@ -36,6 +37,7 @@ from readingroom_core.library import CorpusLibrary
 from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
 from readingroom_core.ranges import DamagedData, RangeRead, folder_range_reader, folder_reader
+from readingroom_core.readers.missing import MissingIndex
 from readingroom_core.readers.wordpieces import WordPieceRows
 from readingroom_core.tokenizer import WordPieceTokenizer
 from readingroom_core.weakmatch import weak_match
@@ -182,6 +184,7 @@ class Site:
     # under way (a query typed on while the previous one waits for its vector).
     _searches: dict[int, PreparedSearch] = field(init=False, default_factory=dict)
     _search_ids: Iterator[int] = field(init=False, default_factory=itertools.count)
+    _missing: MissingIndex | None = field(init=False, default=None)  # read at the first search
 
     def __post_init__(self) -> None:
         self.papers_by_id = {paper.id: paper for paper in self.engine.papers}
@@ -267,7 +270,8 @@ class Site:
     def search(self, search_id: int, vector: Any = None) -> str:
         """Finish the prepared search `search_id` with the query vector (None: keyword side only).
 
-        The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None, "embeds": bool}
+        The reply is {"hits": [hit_json, ...], "weak": bool, "suggestion": str | None, "embeds": bool,
+        "missing": [work, ...]} (`missing_json`)
         or {"error": message} for a request the engine rejects (dense mode without a vector); "weak" says
         that the best matches are weak in words and in meaning (`weakmatch`); "embeds" that the query has
         text to embed (without, semantic search would change nothing). The search stays prepared until
@@ -286,7 +290,28 @@ class Site:
         weak = embeds and weak_match(hits, terms, engine.doc_freq, engine.n_chunks)
         hits_json = [self.hit_json(hit) for hit in hits]
         reply = {"hits": hits_json, "weak": weak, "suggestion": kept.suggestion, "embeds": embeds}
+        reply["missing"] = self.missing_json(kept.query)
         return json.dumps(reply)
+
+    def missing_json(self, query: str) -> list[dict[str, Any]]:
+        """The works the list cites but lacks that `query` names (`readers.missing`), each with the list
+        papers that cite it and the page where each does, for the page's "not on this list" note."""
+        if self._missing is None:
+            path = self.manifest.files.missing
+            self._missing = MissingIndex(read_missing(self.engine.read(path), path) if path else [])
+        return [
+            {
+                "arxiv_id": work.arxiv_id,
+                "title": work.title,
+                "names": list(work.names),
+                "cited_by": [
+                    {"arxiv_id": citing, "title": self.papers_by_id[citing].title, "page": page}
+                    for citing, page in work.cited_by
+                    if citing in self.papers_by_id
+                ],
+            }
+            for work in self._missing.match(query)
+        ]
 
     def _texts_damaged(self, error: DamagedData) -> str:
         """The reply for damaged passage texts: both search modes read them for the hits they show, so it

@@ -3,6 +3,8 @@
 // draws results (results_view.js) and says how loading goes. Ask mode (ask.js) loads beside it.
 
 import { byId, element } from "./dom.js";
+import { FilterState } from "./filter_state.js";
+import { MissingNote } from "./missing_view.js";
 import { Router, currentParams, currentUrl, filtersOf, saveView, savedView } from "./router.js";
 import { ResultsView, drawnReply } from "./results_view.js";
 import { RESULTS_K, SearchClient } from "./search_client.js";
@@ -80,6 +82,14 @@ optionsToggle.addEventListener("click", () => {
 const filters = /** @type {HTMLElement} */ (form.querySelector(".filters")); // the template's
 filters.id = "search-options";
 filters.before(optionsToggle);
+const missingNote = new MissingNote(view.results, config.base);
+const filterState = new FilterState({
+  fields,
+  results: view.results,
+  toggle: optionsToggle,
+  skip: document.querySelector("a.skip"),
+  changed: () => search("filter"),
+});
 
 // --- searching -------------------------------------------------------------------------------------------
 
@@ -92,6 +102,8 @@ async function runSearch(params, k = RESULTS_K) {
   const query = params.get("q") || "";
   const mine = ++latest;
   notice.hidden = true;
+  filterState.draw(params, null);
+  missingNote.draw([]);
   if (!query) return view.clear();
   const results = view.results;
   results.setAttribute("aria-busy", "true");
@@ -112,6 +124,8 @@ async function runSearch(params, k = RESULTS_K) {
     const drawn = drawnReply(reply, k, mode);
     view.draw(drawn);
     drawFilterNote(params);
+    filterState.draw(params, drawn.hits.length);
+    missingNote.draw(drawn.missing);
     saveView({ url: currentUrl(), drawn, scrollY: 0 });
   } catch (error) {
     if (mine === latest) view.clear(/** @type {Error} */ (error).message, "message error");
@@ -167,6 +181,8 @@ function restore(entry) {
   if (!saved) return false;
   view.draw(saved.drawn);
   drawFilterNote(currentParams());
+  filterState.draw(currentParams(), saved.drawn.hits.length);
+  missingNote.draw(saved.drawn.missing);
   window.scrollTo(0, saved.scrollY || 0);
   return true;
 }
@@ -200,8 +216,6 @@ document.addEventListener("keydown", (event) => {
 // --- status and the semantic upgrade ---------------------------------------------------------------------
 
 const megabytes = (/** @type {number} */ bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-/** @type {number | null} */
-let startupBytes = null;
 
 function statusText() {
   if (state.semantic_error && state.keyword) {
@@ -210,9 +224,9 @@ function statusText() {
   if (state.error && state.keyword) return `Keyword search ready; semantic search could not load (${state.error}).`;
   if (state.error) return `Search could not load (${state.error}). Try reloading the page.`;
   if (state.semantic) {
-    // The start-up download, fixed when it ended: passages fetched by later searches are not loading.
-    startupBytes ??= state.bytes;
-    return `Keyword and semantic search ready (${megabytes(startupBytes)} loaded).`;
+    // All that came over unasked: start-up, then the index read whole once searches pause (the worker
+    // counts no search's passages after start-up, so the figure is the visit's download, not a search's).
+    return `Keyword and semantic search ready (${megabytes(state.bytes)} loaded).`;
   }
   if (state.keyword) return `Keyword search ready. Semantic search loading… ${megabytes(state.bytes)}`;
   return `${state.loading}… ${megabytes(state.bytes)}`;
@@ -252,4 +266,5 @@ client.listen((message) => {
 drawStatus();
 const initial = currentParams();
 router.applyParams(initial);
+filterState.draw(currentParams(), null); // filters a shared link set are shown before any search
 if (!restore(history.state) && initial.get("q")) runSearch(initial);

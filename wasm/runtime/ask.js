@@ -361,6 +361,7 @@ class AskMode {
       turn.summary.textContent =
         "No API key set, so no answer here. Add one under “Model and key”, or copy the prompt into any chat and paste the answer into “Check an answer”.";
       this.drawTools(turn, { canAnswer: false });
+      turn.answerFirst();
       turn.setState("no-key");
       return turn.result();
     }

@@ -76,7 +76,18 @@ export class Turn {
     const heading = element("h3", "turn-question", question);
     heading.id = `${this.id}-q`;
     this.check = makeCheckForm(this);
-    this.article.append(heading, this.drawSourcesBox(), this.drawAnswerBox());
+    this.sourcesBox = this.drawSourcesBox();
+    this.answerBox = this.drawAnswerBox();
+    this.article.append(heading, this.sourcesBox, this.answerBox);
+  }
+
+  /** The answer's box (its message and tools) above the sources: where a turn stops before an answer
+   * (no key), what the visitor can do next must not lie screens below the sources; the turn is
+   * scrolled so that its question and those tools are in view. */
+  answerFirst() {
+    this.article.insertBefore(this.answerBox, this.sourcesBox);
+    this.article.classList.add("answer-first");
+    this.article.scrollIntoView({ block: "start" });
   }
 
   /** The answer as drawn and checked: at most SHOWN_CHARS of what the model wrote. */

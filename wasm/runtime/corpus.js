@@ -3,6 +3,7 @@
 
 import { byId } from "./dom.js";
 import "./list_exports.js";
+import { foldWith, pageFoldTable } from "./fold.js";
 import { PaperMap } from "./paper_map.js";
 
 const table = /** @type {HTMLTableElement} */ (document.getElementById("corpus-table"));
@@ -16,10 +17,13 @@ const controls = {
   tag: /** @type {HTMLSelectElement} */ (document.getElementById("corpus-tag")),
 };
 
-// Words, not exact text: "retrieval augmented" finds "Retrieval-Augmented", in any order.
+const FOLDS = pageFoldTable("fold-table");
+
+// Words, not exact text: "retrieval augmented" finds "Retrieval-Augmented", in any order; accents are
+// folded by the core's rule, so "oguz" finds Oğuz (and "Oğuz" finds it too).
 /** @param {string} text */
 function words(text) {
-  return text.toLowerCase().replace(/[^\p{L}\p{N}.]+/gu, " ").trim().split(" ").filter(Boolean);
+  return foldWith(FOLDS, text).replace(/[^\p{L}\p{N}.]+/gu, " ").trim().split(" ").filter(Boolean);
 }
 
 /** @param {HTMLTableRowElement} row */
@@ -93,7 +97,9 @@ function recordFilters() {
 function sortBy(button) {
   const header = /** @type {HTMLTableCellElement} */ (button.closest("th"));
   const head = /** @type {HTMLTableSectionElement} */ (table.tHead);
-  const descending = header.getAttribute("aria-sort") === "ascending"; // a first click sorts A to Z
+  // A first click sorts text A to Z and numbers largest first (most cited, most pages); the next reverses.
+  const sorted = header.getAttribute("aria-sort");
+  const descending = sorted === "none" || !sorted ? "numeric" in button.dataset : sorted === "ascending";
   for (const th of head.rows[0].cells) if (th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");
   header.setAttribute("aria-sort", descending ? "descending" : "ascending");
   const key = button.dataset.sort ?? "";

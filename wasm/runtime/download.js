@@ -35,6 +35,14 @@ export class Progress {
     this.report();
   }
 
+  /** Bytes that come after start-up and are still part of what the visit downloaded without a search
+   * asking for them (the index fetched whole): counted and reported whatever `counting` says.
+   * @param {string} kind @param {number} n */
+  countAfter(kind, n) {
+    this.kinds[kind] = (this.kinds[kind] || 0) + n;
+    this.report();
+  }
+
   /** How long `bytes` more should take, at the rate bytes have come since the first (0 before any).
    * @param {number} bytes */
   msFor(bytes) {

@@ -108,6 +108,51 @@ export async function localAccessDenied(url) {
   return false;
 }
 
+const RANK = { public: 0, local: 1, loopback: 2 };
+
+/** Whether the browser asks the visitor before this page may call `space`: only for a space more private
+ * than the page's own (a page on this computer is never asked about it). @param {"loopback" | "local"} space */
+function permissionAsked(space) {
+  return RANK[space] > RANK[addressSpace(location.href)];
+}
+
+/** Whether anything answers at `origin`: a no-cors GET resolves for any server that answers, whatever its
+ * CORS rules, and fails only when nothing listens (or the browser blocks the call). @param {string} origin */
+async function answersAt(origin) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), PROBE_TIMEOUT_MS);
+  try {
+    await fetch(`${origin}/`, { mode: "no-cors", credentials: "omit", cache: "no-store", signal: controller.signal });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Why a call to a server on this computer or network failed, as far as the page can tell: "denied" (the
+ * browser's Local Network Access permission was refused, which only a page from a more public address
+ * space is ever asked), "nothing" (nothing answers at that port), "refused" (a server answers there but
+ * turned this page's call away: its CORS settings), or null for a public URL, whose causes look alike.
+ * @param {string} url @returns {Promise<"denied" | "nothing" | "refused" | null>}
+ */
+export async function whyUnreachable(url) {
+  const space = addressSpace(url);
+  if (space === "public") return null;
+  if (permissionAsked(space) && (await localAccessDenied(url))) return "denied";
+  return (await answersAt(new URL(url).origin)) ? "refused" : "nothing";
+}
+
+/** What the visitor is told when nothing answers at `url`'s port. @param {string} url */
+export function nothingListening(url) {
+  const { origin, port, protocol, hostname } = new URL(url);
+  const where = addressSpace(url) === "loopback" ? "this computer" : hostname;
+  const number = port || (protocol === "https:" ? "443" : "80");
+  return `Nothing is listening at ${origin}: no server answers on port ${number} of ${where}. Start the model server (for Ollama, \`ollama serve\`), or correct the port in the base URL.`;
+}
+
 export const LOCAL_ACCESS_HELP =
   "Your browser asks before a site on the internet may reach a server on your computer or network " +
   "(“Local network access”), and this site was not allowed: click the icon at the left of the address bar, " +

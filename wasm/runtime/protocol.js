@@ -75,6 +75,16 @@
  * @property {string | null} suggestion the query respelled with the corpus's own words
  * @property {boolean} embeds whether the query has text to embed (a filter-only list is the same with or
  *   without semantic search)
+ * @property {MissingWork[]} missing the works the list cites but does not hold that the query names
+ */
+
+/**
+ * A work the list cites and lacks (readingroom_core/readers/missing.py, browser.Site.missing_json).
+ * @typedef {object} MissingWork
+ * @property {string | null} arxiv_id
+ * @property {string} title
+ * @property {string[]} names what the citing papers call it ("Chinchilla")
+ * @property {Array<{arxiv_id: string, title: string, page: number | null}>} cited_by the list's papers citing it
  */
 
 /**
@@ -174,6 +184,7 @@
  * @property {string} vocab
  * @property {string} char_classes
  * @property {string} graph
+ * @property {string} [missing] the works the list cites and lacks (formats/missing.py)
  */
 
 /** A data file with its size and sha256, checked before use. @typedef {{path: string, bytes: number, sha256: string}} Artifact */
@@ -188,7 +199,7 @@
 // --- page -> search worker --------------------------------------------------------------------------------
 
 /**
- * @typedef {{type: "init", config: AppConfig, port: MessagePort}} InitMessage
+ * @typedef {{type: "init", config: AppConfig, port: MessagePort, save_data: boolean}} InitMessage save_data: the page's navigator.connection.saveData (a worker's may not follow the browser's setting)
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
  * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage

@@ -3,7 +3,7 @@
 // The key travels in a request header to the chosen base URL only: never in a URL, never logged.
 // Every API is sent the answer cap; why the model stopped reaches `onFinish` ("length" at the cap).
 
-import { LOCAL_ACCESS_HELP, addressSpace, localAccessDenied } from "./local_server.js";
+import { LOCAL_ACCESS_HELP, addressSpace, nothingListening, whyUnreachable } from "./local_server.js";
 
 /** @typedef {import("./local_server.js").ServerJson} ServerJson */
 /** @typedef {{system: string, messages: import("./protocol.js").ChatMessage[]}} ChatPrompt */
@@ -327,7 +327,10 @@ export async function streamAnswer(settings, prompt, { signal, onText = () => {}
     });
   } catch {
     if (signal?.aborted) throw fail(new ProviderError("aborted", "Stopped before the provider answered."));
-    if (await localAccessDenied(url)) throw fail(new ProviderError("local_access", `Could not reach ${new URL(url).origin}. ${LOCAL_ACCESS_HELP} (If it was allowed: ${BROWSER_CALLS_HELP})`));
+    const why = await whyUnreachable(url);
+    if (why === "denied") throw fail(new ProviderError("local_access", `Could not reach ${new URL(url).origin}. ${LOCAL_ACCESS_HELP} (If it was allowed: ${BROWSER_CALLS_HELP})`));
+    if (why === "nothing") throw fail(new ProviderError("network", nothingListening(url)));
+    if (why === "refused") throw fail(new ProviderError("network", `A server answers at ${new URL(url).origin} but turned this page's call away: it must allow this site's origin (${location.origin}). ${BROWSER_CALLS_HELP}`));
     throw fail(new ProviderError("network", `Could not reach ${new URL(url).origin}: the network is down, the base URL is wrong, or the provider does not allow calls from a web page. ${BROWSER_CALLS_HELP}`));
   }
   if (!response.ok) {

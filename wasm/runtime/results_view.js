@@ -11,7 +11,7 @@ import { currentParams, setSort } from "./router.js";
 /** @typedef {import("./protocol.js").Hit} Hit */
 /** @typedef {import("./protocol.js").SearchReply} SearchReply */
 /** @typedef {Omit<Hit, "doc_id" | "score" | "ranks" | "snippet">} DrawnHit what a passage on screen shows */
-/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number, mode?: import("./protocol.js").Mode}} DrawnReply */
+/** @typedef {{hits: DrawnHit[], semantic: boolean, embeds: boolean, weak: boolean, suggestion: string | null, k: number, missing?: import("./protocol.js").MissingWork[], mode?: import("./protocol.js").Mode}} DrawnReply */
 
 export const MORE_K = 20; // "More results" asks for this many more passages, up to MAX_K
 export const MAX_K = 200;
@@ -20,7 +20,7 @@ export const MAX_K = 200;
  * @param {SearchReply} reply @param {number} k @param {import("./protocol.js").Mode} [mode] */
 export function drawnReply(reply, k, mode = "hybrid") {
   const hits = reply.hits.map(({ doc_id, score, ranks, snippet, ...drawn }) => drawn);
-  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k, mode };
+  return { hits, semantic: reply.semantic, embeds: reply.embeds, weak: reply.weak, suggestion: reply.suggestion, k, missing: reply.missing, mode };
 }
 
 /** The retrievers that ran, as the summary names them: semantic mode runs the vectors alone.

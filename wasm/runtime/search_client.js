@@ -70,7 +70,8 @@ export class SearchClient {
       this.post({ type: "encoder_failed", error });
     };
     const channel = new MessageChannel();
-    this.post({ type: "init", config, port: channel.port1 }, [channel.port1]);
+    const saveData = Boolean(/** @type {{connection?: {saveData?: boolean}}} */ (navigator).connection?.saveData);
+    this.post({ type: "init", config, port: channel.port1, save_data: saveData }, [channel.port1]);
     this.encoder.postMessage({ type: "init", config, port: channel.port2 }, [channel.port2]);
   }
 
@@ -139,7 +140,8 @@ export class SearchClient {
   fromWorker(data) {
     const state = this.state;
     if (data.type === "progress") {
-      Object.assign(state, { loading: data.stage, python_start: data.python_start });
+      // once loading is over, later progress (the index read whole) counts bytes but loads nothing
+      Object.assign(state, { loading: state.loading === null ? null : data.stage, python_start: data.python_start });
       this.countDownloads(data.source, data.kinds);
       this.setTimeline(data.timeline);
     } else if (data.type === "ready" && data.which === "keyword") {

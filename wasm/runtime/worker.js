@@ -28,11 +28,11 @@ import { RangedReads } from "./ranged_reads.js";
 const nativeFetch = self.fetch.bind(self);
 
 /**
- * Everything the worker keeps between messages, its fields documented once: "init" brings the first four,
+ * Everything the worker keeps between messages, its fields documented once: "init" brings the first five,
  * start-up the rest (the manifest's checksums, then the site once keyword search is up).
  * @param {import("./protocol.js").InitMessage} message
  */
-function initialState({ config, port }) {
+function initialState({ config, port, save_data }) {
   const progress = new Progress((kinds) => {
     const { stage, timeline, pythonStart } = state;
     post({ type: "progress", source: "search", stage, kinds, timeline: { ...timeline }, python_start: pythonStart });
@@ -40,6 +40,7 @@ function initialState({ config, port }) {
   const count = (/** @type {string} */ kind, /** @type {number} */ n) => progress.count(kind, n);
   return {
     config, // the page's settings
+    saveData: Boolean(save_data), // the browser asks sites to save data: no index fetched whole ahead of need
     encoder: new Encoder(port), // the query encoder's worker, through the port the page handed over
     reads: new RangedReads({ base: config.base, fetch: nativeFetch, count }), // what a step of the core reads by range
     progress, // start-up byte counts, reported to the page
@@ -409,10 +410,12 @@ async function readIndexWhole(site) {
     chooseWholeIndex(site); // semantic search failed: the keyword side's files
     post({ type: "timeline", timeline: { ...state.timeline } });
   }
-  if (!state.wholeIndex?.length) return;
-  await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, () => {}), quiet);
+  if (state.saveData && state.wholeIndex?.length) mark("index_whole_skipped"); // reported just below
+  if (!state.wholeIndex?.length || state.saveData) return void state.progress.report(true);
+  const count = (/** @type {number} */ n) => state.progress.countAfter("index_whole", n); // after "ready": counted still
+  await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, count), quiet);
   mark("index_read_whole");
-  post({ type: "timeline", timeline: { ...state.timeline } });
+  state.progress.report(true); // its last bytes and the timeline
 }
 
 /** @param {WorkerRequest} request */

@@ -50,6 +50,7 @@ class DataFiles:
     forward_index: str = ""
     texts: str = ""  # the paper texts (`formats.texts`), read by range
     text_dictionary: str = ""  # the preset dictionary their groups deflate against
+    missing: str = ""  # the works the list cites and lacks (`formats.missing`), read at the first search
 
     def to_json(self) -> dict[str, str]:
         return {role: path for role, path in asdict(self).items() if path}
