@@ -3,6 +3,8 @@
 // draws results (results_view.js) and says how loading goes. Ask mode (ask.js) loads beside it.
 
 import { byId, element } from "./dom.js";
+import { bindLanding } from "./landing.js";
+import { ReadingView } from "./reading_view.js";
 import { Router, currentParams, currentUrl, filtersOf, saveView, savedView } from "./router.js";
 import { ResultsView, drawnReply } from "./results_view.js";
 import { RESULTS_K, SearchClient } from "./search_client.js";
@@ -66,6 +68,8 @@ const view = new ResultsView({
   },
 });
 view.bindKeys(input);
+bindLanding(form, input);
+new ReadingView({ base: config.base, request: (place) => client.request("page", place) }).bind();
 
 // Narrow screens: filters and syntax help fold behind this toggle (style.css shows it only there).
 const optionsToggle = element("button", "options-toggle", "Filters and syntax");

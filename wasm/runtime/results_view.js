@@ -4,6 +4,7 @@
 
 import { absUrl, authorsLabel, bibtex, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
 import { button, byId, copyText, element, link } from "./dom.js";
+import { inContextLink } from "./reading_view.js";
 import { currentParams, setSort } from "./router.js";
 
 /** @typedef {import("./protocol.js").Hit} Hit */
@@ -110,7 +111,8 @@ function drawHit(hit) {
   copyBibtex.setAttribute("aria-label", `Copy a BibTeX entry for arXiv:${hit.arxiv_id}`);
   const actions = element("p", "actions");
   const abstract = link(absUrl(hit.arxiv_id), "arXiv abstract");
-  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtex);
+  const context = inContextLink({ arxiv_id: hit.arxiv_id, page: hit.page_start, chunk_id: hit.chunk_id });
+  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", context, " · ", copy, " ", copyBibtex);
   item.append(where, drawSnippet(hit.segments), actions);
   return item;
 }
