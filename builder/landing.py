@@ -29,6 +29,7 @@ SEARCHES = 3
 RECENT = 5
 MOST_CITED = 5
 CHECK_K = 10  # a question's own paper must be among this many passages
+QUESTION_TRIES = 24  # questions searched at most: a render of a 10,000-paper list stays quick
 # Questions about a paper by its own name; each candidate takes the next form, so the examples differ.
 QUESTION_FORMS = ("How does {} work?", "What problem does {} solve?", "How is {} evaluated?")
 TITLE_HEAD_WORDS = 3
@@ -77,13 +78,17 @@ def example_questions(papers: Sequence[PaperRecord], search: Search) -> list[Exa
     most cited first, kept where the search brings up the paper named."""
     found: list[Example] = []
     seen: set[str] = set()
+    tries = 0
     for paper in papers:
+        if tries == QUESTION_TRIES:
+            break
         name = next(
             (n for n in (*paper.short_names, _title_head(paper.title)) if n and fold(n) not in seen), None
         )
         if name is None:
             continue
         question = QUESTION_FORMS[len(found) % len(QUESTION_FORMS)].format(name)
+        tries += 1
         if any(hit.arxiv_id == paper.id for hit in search(question)[:CHECK_K]):
             seen.add(fold(name))
             found.append(Example(question, f"about {name} (arXiv:{paper.id})"))

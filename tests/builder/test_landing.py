@@ -12,7 +12,7 @@ from support.builds import ADDED_PAPER, SMALL_PAPERS
 from support.pyodide import missing_runtime
 
 from builder.citation_graph import read_graph
-from builder.landing import Example, example_questions, landing
+from builder.landing import QUESTION_TRIES, Example, example_questions, landing
 from builder.models import Settings
 from builder.report import BuildReport
 from builder.site.manifest import read_manifest
@@ -139,3 +139,13 @@ def test_the_same_site_renders_the_same_landing(built_sites, tmp_path):
     papers = open_folder(site).engine.papers
     search = keyword(site)
     assert landing(papers, {}, search) == landing(papers, {}, search)
+
+
+def test_questions_stop_after_their_tries_on_a_long_list():
+    papers = [
+        PaperRecord(id=f"2401.{n:05d}", title="T", first_chunk=n, chunk_count=1, short_names=(f"NAME{n}",))
+        for n in range(100)
+    ]
+    asked: list[str] = []
+    assert example_questions(papers, lambda query: asked.append(query) or []) == []
+    assert len(asked) == QUESTION_TRIES
