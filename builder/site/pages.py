@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from builder.citation_graph import CitationGraph, read_graph
+from builder.landing import keyword_search, landing
 from builder.models import Settings, file_stem
 from builder.paper_map import paper_map
 from builder.paths import REPO_ROOT
@@ -147,7 +148,14 @@ class SitePages:
 
     def write_all(self, related: dict[str, list[tuple[PaperRecord, float]]]) -> None:
         self.common["references"] = self.manifest.base_url + write_references(self.out_dir, self.references)
-        self.write("index.html", "index.html", page="search", app_config=script_json(self.app_config()))
+        start = landing(self.papers, self.cited, keyword_search(self.out_dir, self.manifest))
+        self.write(
+            "index.html",
+            "index.html",
+            page="search",
+            app_config=script_json(self.app_config()),
+            landing=start,
+        )
         newest_first = sorted(self.papers, key=lambda p: p.first_version or p.published, reverse=True)
         drawn = paper_map(self.papers, [(c.citing, c.cited) for c in self.graph.citations])
         self.write(

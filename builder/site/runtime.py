@@ -76,6 +76,8 @@ PAGE_MODULES = (
     "search_client.js",
     "router.js",
     "results_view.js",
+    "landing.js",
+    "reading_view.js",
     "dom.js",
     "citation.js",
     "references.js",

@@ -161,6 +161,16 @@ def replies(built_sites) -> dict[str, Typed]:
     verdict = json.loads(site.verify_answer(json.dumps(request)))
     out["verdict"] = Typed("P.VerifyReply", verdict)
 
+    hit = json.loads(site.search(json.loads(site.prepare(json.dumps(hybrid)))["search"]))["hits"][0]
+    in_context = {"arxiv_id": hit["arxiv_id"], "page": hit["page_start"], "chunk_id": hit["chunk_id"]}
+    out["page_marked"] = Typed("P.PageReply", json.loads(site.page_in_context(json.dumps(in_context))))
+    out["page_plain"] = Typed(
+        "P.PageReply", json.loads(site.page_in_context(json.dumps({**in_context, "chunk_id": ""})))
+    )
+    out["page_missing"] = Typed(
+        "P.ErrorReply", json.loads(site.page_in_context(json.dumps({**in_context, "page": 999})))
+    )
+
     manifest = json.loads(manifest_text)
     out["manifest"] = Typed("P.Manifest", {"files": manifest["files"], "artifacts": manifest["artifacts"]})
     return out
@@ -175,6 +185,8 @@ def test_every_reply_the_worker_gets_from_python_has_its_declared_type(replies, 
     assert {c["status"] for c in citations} >= {"verified", "invented"}
     assert any(c["highlight"] for c in citations) and any(c["source"] is None for c in citations)
     assert replies["verdict"].value["uncited"] and "error" in replies["evidence_too_long"].value
+    assert replies["page_marked"].value["marked"] and not replies["page_plain"].value["marked"]
+    assert "error" in replies["page_missing"].value
     errors = typecheck(replies)
     assert not any(errors.values()), {name: found for name, found in errors.items() if found}
 

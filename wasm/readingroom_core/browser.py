@@ -33,6 +33,7 @@ from readingroom_core.formats.missing import read_missing
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.formats.versioned import gunzipped as unpacked
 from readingroom_core.formats.wordpieces import read_word_piece_directory
+from readingroom_core.in_context import page_in_context
 from readingroom_core.library import CorpusLibrary
 from readingroom_core.options import SearchOptions
 from readingroom_core.querysyntax import QuerySyntaxError, embedding_text
@@ -326,6 +327,22 @@ class Site:
     def discard(self, search_id: int) -> None:
         """Forget a prepared search once its reply has gone."""
         self._searches.pop(search_id, None)
+
+    def page_in_context(self, request_json: str) -> str:
+        """{arxiv_id, page, chunk_id?, quote?} -> `in_context.page_in_context`'s JSON: the page's text with
+        the passage or quote marked, for the reading view."""
+        request = loads(request_json)
+        try:
+            found = page_in_context(
+                self.engine,
+                str(request["arxiv_id"]),
+                int(request["page"]),
+                str(request.get("chunk_id") or ""),
+                str(request.get("quote") or ""),
+            )
+        except DamagedData as error:
+            return self._texts_damaged(error)
+        return json.dumps(found)
 
     # --- ask mode: evidence and citation checks (readingroom_core.answers), JSON in and out ---------
 

@@ -12,6 +12,7 @@
 import { absUrl, pdfUrl } from "./citation.js";
 import { bibtexFile } from "./references.js";
 import MarkdownIt from "./markdown-it.mjs";
+import { readingQuery } from "./router.js";
 
 /** @typedef {import("./protocol.js").Citation} Citation */
 /** What a render with citations hands markdown-it's rules: each citation's text as written, and its drawing.
@@ -165,8 +166,11 @@ function drawCitation(citation, sourceId) {
   const quote = citation.quote ? escapeHtml(` “${citation.quote}”`) : "";
   if (citation.verified) {
     const target = escapeHtml(sourceId ? `#${sourceId}` : pdf);
+    // the page the quote was found on, quote marked (reading_view.js opens it in the site)
+    const place = { arxiv_id: citation.arxiv_id, page: citation.found_page ?? (citation.page || 1), quote: citation.quote || "" };
     return (
       `<span class="cite verified">[<a class="cite-source" href="${target}" title="Verified: ${escapeHtml(reasonText(citation))}${quote}">${label}</a>` +
+      ` <a class="cite-context in-context" href="${escapeHtml(readingQuery(place))}">in context</a>` +
       ` <a class="cite-pdf" href="${escapeHtml(pdf)}" rel="noopener noreferrer">PDF</a>` +
       `<span class="cite-state"> ✓ verified</span>]</span>`
     );

@@ -5,6 +5,8 @@
 import { byId, element } from "./dom.js";
 import { FilterState } from "./filter_state.js";
 import { MissingNote } from "./missing_view.js";
+import { bindLanding } from "./landing.js";
+import { ReadingView } from "./reading_view.js";
 import { Router, currentParams, currentUrl, filtersOf, saveView, savedView } from "./router.js";
 import { ResultsView, drawnReply } from "./results_view.js";
 import { RESULTS_K, SearchClient } from "./search_client.js";
@@ -69,6 +71,8 @@ const view = new ResultsView({
   },
 });
 view.bindKeys(input);
+bindLanding(form, input);
+new ReadingView({ base: config.base, request: (place) => client.request("page", place) }).bind();
 
 // Narrow screens: filters and syntax help fold behind this toggle (style.css shows it only there).
 const optionsToggle = element("button", "options-toggle", "Filters and syntax");

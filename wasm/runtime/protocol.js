@@ -164,6 +164,23 @@
  * @property {string} summary "7 of 8 citations verified"
  */
 
+/**
+ * A page of a paper's text for the reading view (readingroom_core.in_context.page_in_context).
+ * @typedef {object} PageReply
+ * @property {string} arxiv_id
+ * @property {string} version "v2", or "" where unknown
+ * @property {string} title
+ * @property {string[]} authors
+ * @property {number | null} year
+ * @property {number} page
+ * @property {number} first the paper's first page with text
+ * @property {number} last its last page with text
+ * @property {number | null} prev the page with text before this one
+ * @property {number | null} next
+ * @property {Array<[string, boolean]>} segments the page's text as [text, marked] runs
+ * @property {boolean} marked whether the passage or quote was found on this page
+ */
+
 // --- manifest.json (builder/site/data.py writes it, readingroom_core/formats/manifest.py reads all of it) --------
 
 /**
@@ -204,10 +221,11 @@
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
  * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
  * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: PageTexts | null}}} VerifyMessage
- * @typedef {SearchMessage | EvidenceMessage | VerifyMessage} WorkerRequest answered by one ResultMessage of the same id
+ * @typedef {{type: "page", id: number, arxiv_id: string, page: number, chunk_id?: string, quote?: string}} PageMessage
+ * @typedef {SearchMessage | EvidenceMessage | VerifyMessage | PageMessage} WorkerRequest answered by one ResultMessage of the same id
  * @typedef {InitMessage | EncoderFailedMessage | WorkerRequest} ToSearchWorker
- * @typedef {{search: SearchMessage, evidence: EvidenceMessage, verify: VerifyMessage}} RequestsByType
- * @typedef {{search: SearchReply, evidence: EvidenceReply, verify: VerifyReply}} RepliesByType
+ * @typedef {{search: SearchMessage, evidence: EvidenceMessage, verify: VerifyMessage, page: PageMessage}} RequestsByType
+ * @typedef {{search: SearchReply, evidence: EvidenceReply, verify: VerifyReply, page: PageReply}} RepliesByType
  */
 
 // --- search worker -> page ------------------------------------------------------------------------------
@@ -221,7 +239,7 @@
  * @typedef {{type: "ready", which: "semantic", checksums_ms: number}} SemanticReadyMessage
  * @typedef {{type: "semantic_failed", error: string}} SemanticFailedMessage semantic search is off for good; keyword search goes on
  * @typedef {{type: "failed", stage: string, error: string}} FailedMessage search could not start
- * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply} | {type: "result", id: number, error: string}} ResultMessage
+ * @typedef {{type: "result", id: number, reply: SearchReply | EvidenceReply | VerifyReply | PageReply} | {type: "result", id: number, error: string}} ResultMessage
  * @typedef {{type: "timeline", timeline: Timeline}} TimelineMessage steps after start-up (index files read whole)
  * @typedef {SearchProgressMessage | KeywordReadyMessage | SemanticReadyMessage | SemanticFailedMessage | FailedMessage | ResultMessage | TimelineMessage} FromSearchWorker
  */
@@ -276,6 +294,7 @@
  * @property {(requestJson: string) => string} ask_retrieval_query the text to embed for a question (not JSON)
  * @property {(requestJson: string, vector?: Float32Array) => string} ask_evidence JSON of an EvidenceReply or ErrorReply
  * @property {(requestJson: string) => string} verify_answer JSON of a VerifyReply
+ * @property {(requestJson: string) => string} page_in_context JSON of a PageReply or ErrorReply
  */
 
 /**

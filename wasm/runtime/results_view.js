@@ -6,6 +6,7 @@ import { absUrl, authorsLabel, fullCitation, pageCitation, pagesLabel, paperPage
 import { listToggle } from "./my_list.js";
 import { copyBibtexButton, exportLine } from "./references.js";
 import { button, byId, copyText, element, link } from "./dom.js";
+import { inContextLink } from "./reading_view.js";
 import { currentParams, setSort } from "./router.js";
 
 /** @typedef {import("./protocol.js").Hit} Hit */
@@ -117,7 +118,8 @@ function drawHit(hit, references) {
   copy.setAttribute("aria-label", `Copy citation ${pageCitation(hit)} with title`);
   const actions = element("p", "actions");
   const abstract = link(absUrl(hit), "arXiv abstract");
-  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", copy, " ", copyBibtexButton(references, hit.arxiv_id));
+  const context = inContextLink({ arxiv_id: hit.arxiv_id, page: hit.page_start, chunk_id: hit.chunk_id });
+  actions.append(abstract, " · ", link(pdf.href, `PDF ${pagesLabel(hit)}`), " · ", context, " · ", copy, " ", copyBibtexButton(references, hit.arxiv_id));
   item.append(where, drawSnippet(hit.segments), actions);
   return item;
 }

@@ -103,3 +103,29 @@ export function savedView(entry) {
   if (!saved || !saved.drawn || saved.url !== currentUrl() || !currentParams().get("q")) return null;
   return saved;
 }
+
+// The reading view's address (?read=ID&p=N, with &chunk= for a result's passage or &quote= for an Ask
+// citation's), so that a page in context can be shared and Back returns to where it was opened.
+/** @typedef {{arxiv_id: string, page: number, chunk_id?: string, quote?: string}} ReadingPlace */
+
+/** "?read=…", relative to the search page (Ask's answers are drawn away from any page, under Node too).
+ * @param {ReadingPlace} place */
+export function readingQuery({ arxiv_id, page, chunk_id, quote }) {
+  const params = new URLSearchParams({ read: arxiv_id, p: String(page) });
+  if (chunk_id) params.set("chunk", chunk_id);
+  if (quote) params.set("quote", quote);
+  return `?${params}`;
+}
+
+/** @param {ReadingPlace} place */
+export function readingUrl(place) {
+  return `${location.pathname}${readingQuery(place)}`;
+}
+
+/** The place this URL reads, or null for any other view. @returns {ReadingPlace | null} */
+export function readingPlace(params = currentParams()) {
+  const arxivId = params.get("read");
+  const page = Number(params.get("p") || "1");
+  if (!arxivId || !Number.isInteger(page) || page < 1) return null;
+  return { arxiv_id: arxivId, page, chunk_id: params.get("chunk") || "", quote: params.get("quote") || "" };
+}

@@ -350,10 +350,16 @@ async function verify({ answer, evidence }) {
   return JSON.parse(await state.reads.run(() => site.verify_answer(JSON.stringify({ answer, evidence }))));
 }
 
+/** @param {import("./protocol.js").PageMessage} message @returns {Promise<import("./protocol.js").PageReply | ErrorReply>} */
+async function page({ arxiv_id, page, chunk_id, quote }) { // the reading view's page (readingroom_core.in_context)
+  const site = await state.site.promise;
+  return JSON.parse(await state.reads.run(() => site.page_in_context(JSON.stringify({ arxiv_id, page, chunk_id, quote }))));
+}
+
 /** @typedef {import("./protocol.js").RequestsByType} RequestsByType */
 /** @type {{[T in keyof RequestsByType]: (request: RequestsByType[T]) => Promise<RepliesByType[T] | ErrorReply>}} each
  * request's handler, by its type */
-const REQUESTS = { search, evidence, verify };
+const REQUESTS = { search, evidence, verify, page };
 
 /** @param {import("./protocol.js").InitMessage} message */
 async function init(message) {
