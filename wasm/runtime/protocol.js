@@ -184,7 +184,7 @@
  * @typedef {{type: "init", config: AppConfig, port: MessagePort}} InitMessage
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
- * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
+ * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number | null, context?: number | null, max_tokens?: number, model?: string}} EvidenceMessage
  * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: PageTexts | null}}} VerifyMessage
  * @typedef {SearchMessage | EvidenceMessage | VerifyMessage} WorkerRequest answered by one ResultMessage of the same id
  * @typedef {InitMessage | EncoderFailedMessage | WorkerRequest} ToSearchWorker
