@@ -63,7 +63,7 @@ _VERSUS = re.compile(rf"(?P<a>{_SIDE})\s+(?:vs\.?|versus)\s+(?P<b>{_SIDE})", re.
 _CUES = (
     re.compile(r"\b(?:compare|comparing|contrast|contrasting)\b", re.IGNORECASE),
     re.compile(r"\bdifferen(?:ce|ces|t)\s+between\b", re.IGNORECASE),
-    re.compile(r"\b(?:differ|differs|compare)\b", re.IGNORECASE),
+    re.compile(r"\b(?:differ|differs|differed)\b", re.IGNORECASE),
     re.compile(r"\bboth\b", re.IGNORECASE),
 )
 # "Why do RAG and RETRO ..." joins two things without a cue word: then both sides must be names.
@@ -79,10 +79,13 @@ def _pair(match: re.Match[str], names: int = 1) -> tuple[str, str, int, int] | N
     a_words = a_words[len(a_words) - _name_run(a_words[::-1]) :]
     b_words = b_words[: _name_run(b_words)]
     a, b = " ".join(a_words), " ".join(b_words)
-    if not a or not b or a.lower() == b.lower() or sum(bool(_NAME.search(s)) for s in (a, b)) < names:
+    if not a or not b or a.lower() == b.lower():
         return None
     start = match.start("a") + match["a"].rfind(a)
     end = match.start("b") + match["b"].find(b) + len(b)
+    # the question's first letter is capitalised whatever it names
+    if bool(_NAME.search(a[1:] if start == 0 else a)) + bool(_NAME.search(b)) < names:
+        return None
     return a, b, start, end
 
 
@@ -122,7 +125,7 @@ def question_parts(question: str) -> list[str]:
         found = _pair(versus)
     else:
         opening = _OPENING.match(text)
-        cues = [found for cue in _CUES for found in cue.finditer(text)]
+        cues = [cued for cue in _CUES for cued in cue.finditer(text)]
         for match in _JOINED.finditer(text) if cues or opening else ():
             pair = _pair(match)
             if pair and any(_near(cue, pair[2], pair[3], text) for cue in cues):
