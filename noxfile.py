@@ -165,6 +165,7 @@ def bench(session: nox.Session) -> None:
     site = ["--site", str(work / "site")]
     session.run("python", "scripts/bench_eval.py", *site, "--record")
     session.run("python", "scripts/bench_navigation.py", *site, "--record")
+    session.run("python", "scripts/bench_ask_sources.py", *site, "--record")
     session.run("python", "scripts/calibrate_weak_match.py", *site, "--record")
     session.run("python", "scripts/bench_core.py", *site, "--record")
     session.run("python", "scripts/bench_suggest.py", *site, "--record")

@@ -81,6 +81,11 @@ BENCHES = {
         "scripts/bench_scale.py: synthetic lists (the mirror's text recombined, perturbed real vectors) "
         "built and measured in chromium and the search core.",
     ),
+    "ask-sources": (
+        "Ask's sources",
+        "scripts/bench_ask_sources.py: answerable questions whose sources hold a gold page, and multi-paper "
+        "questions whose sources hold every gold paper, at prompt budgets of 4,500, 16,000 and 64,000 tokens.",
+    ),
     "local_llm": (
         "A real llama.cpp server",
         "scripts/bench_local_llm.py: Ask through the CLI and the site against llama-cpp-python on loopback.",

@@ -62,7 +62,7 @@ STATUS_MARKS = {
 
 def add_ask_command(subparsers) -> argparse.ArgumentParser:
     from builder.providers import PROVIDERS
-    from readingroom_core.answers import CANDIDATES, DEFAULT_BUDGET, DEFAULT_MAX_TOKENS
+    from readingroom_core.answers import DEFAULT_BUDGET, DEFAULT_MAX_TOKENS
 
     parser = subparsers.add_parser(
         "ask",
@@ -86,19 +86,19 @@ def add_ask_command(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--budget",
         type=int,
-        default=DEFAULT_BUDGET,
         metavar="TOKENS",
-        help=f"most prompt tokens (estimated, within 10%% for Llama-class tokenizers; default: {DEFAULT_BUDGET})",
+        help="most prompt tokens (estimated, within 10%% for Llama-class tokenizers; default: what fits the "
+        f"model's context window, else {DEFAULT_BUDGET}); the number of sources follows it",
     )
     parser.add_argument(
         "--context",
         type=int,
         metavar="TOKENS",
         help="the model's context window: sources and the answer are fitted into it (default: what a local "
-        "server reports, else none)",
+        "server reports, or the window of a hosted model's family, else none)",
     )
     parser.add_argument(
-        "--k", type=int, default=CANDIDATES, help=f"passages retrieved before fitting (default: {CANDIDATES})"
+        "--k", type=int, help="passages retrieved before fitting (default: as many as the budget holds)"
     )
     parser.add_argument(
         "--max-tokens",
@@ -108,7 +108,12 @@ def add_ask_command(subparsers) -> argparse.ArgumentParser:
         help=f"longest answer in tokens, sent to every provider (default: {DEFAULT_MAX_TOKENS})",
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the provider")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead of streaming (with --prompt-only: the evidence, as the site's "
+        "worker gets it)",
+    )
     parser.add_argument(
         "--prompt-only",
         action="store_true",
@@ -144,7 +149,6 @@ def run_ask_command(args: argparse.Namespace) -> int:
 
     base_url = args.base_url or DEFAULT_BASE_URLS[args.provider]
     key = ""  # --prompt-only sends nothing anywhere
-    fit = Fit(args.budget, args.max_tokens)
     if not args.prompt_only:
         checked_key = provider_key(args, base_url)
         if checked_key is None:
@@ -152,8 +156,10 @@ def run_ask_command(args: argparse.Namespace) -> int:
         key = checked_key
         if is_loopback(base_url) and args.provider == "openai":
             args.model = args.model or local_model(base_url)
-        fit = fit_to_model(args, base_url)
+    fit = fit_to_model(args, base_url, ask_server=not args.prompt_only)
     site = open_folder(args.site)
+    if args.prompt_only and args.json:
+        return print_evidence_json(args, site, fit)
     found = find_evidence(args, site, fit.budget)
     if found is None:
         return 2
@@ -205,25 +211,50 @@ def local_model(base_url: str) -> str:
     return names[0] if names else "local"
 
 
-def fit_to_model(args: argparse.Namespace, base_url: str) -> Fit:
+def fit_to_model(args: argparse.Namespace, base_url: str, ask_server: bool = True) -> Fit:
     """The budget and answer cap that fit the model's context window: --context, else what a loopback
-    server reports; without either, --budget and --max-tokens as given."""
+    server reports (when `ask_server`), else the window of a hosted model's family; without any,
+    --budget (or the default) and --max-tokens as given. The arithmetic is the browser's
+    (`answers.request_budget`)."""
     from builder.local_server import context_window
     from builder.providers import is_loopback
-    from readingroom_core.answers import MIN_BUDGET
-    from readingroom_core.tokens import answer_room, budget_for_context
+    from readingroom_core.answers import request_budget
+    from readingroom_core.windows import family_window
 
     context, said = args.context, "--context"
-    if context is None and is_loopback(base_url) and args.provider == "openai":
+    local = is_loopback(base_url)
+    if context is None and local and args.provider == "openai" and ask_server:
         window = context_window(base_url, args.model or "")
         if window is not None:
             context, said = window.tokens, f"the server's {window.source}"
+    family = family_window(args.model or "") if not local else None
+    if context is None and family is not None:
+        context, said = family[1], f"the {family[0]} family"
+    budget, room = request_budget({"budget": args.budget, "max_tokens": args.max_tokens, "context": context})
     if not context:
-        return Fit(args.budget, args.max_tokens)
-    room = answer_room(context, args.max_tokens)
-    budget = min(args.budget, max(MIN_BUDGET, budget_for_context(context, room)))
+        return Fit(budget, room)
     note = f"context window {context} tokens ({said}): up to {budget} for the prompt, {room} for the answer"
     return Fit(budget, room, note)
+
+
+def print_evidence_json(args: argparse.Namespace, site: Site, fit: Fit) -> int:
+    """--prompt-only --json: the evidence object the site's worker gets for the question
+    (`Site.ask_evidence`), printed; 2, with the error printed, when the question is rejected."""
+    from builder.query_encoder import OnnxQueryEncoder
+    from readingroom_core.answers import retrieval_query
+    from readingroom_core.querysyntax import embedding_text
+
+    encoder = OnnxQueryEncoder.from_site(args.site, site.manifest)
+    vector = [float(x) for x in encoder.encode([embedding_text(retrieval_query(args.question))])[0]]
+    request = {"question": args.question, "history": [], "budget": fit.budget, "max_tokens": fit.max_tokens}
+    if args.k:
+        request["k"] = args.k
+    found = json.loads(site.ask_evidence(json.dumps(request), vector))
+    if "error" in found:
+        print(f"error: {found['error']}", file=sys.stderr)
+        return 2
+    print(json.dumps(found, indent=1))
+    return 0
 
 
 def find_evidence(args: argparse.Namespace, site: Site, budget: int) -> Evidence | None:

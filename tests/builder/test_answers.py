@@ -234,6 +234,9 @@ def test_pyodide_gives_the_browser_the_same_evidence(site, encode, tmp_path):
     cases.append(
         {"question": "And how big is it?", "history": [{"question": questions[0], "answer": "Small."}]}
     )
+    comparison = "How do doc2query and grouped-query attention differ?"  # searched for each part too
+    for question, budget in ((questions[0], 16000), (comparison, 4500), (comparison, 64000)):
+        cases.append({"question": question, "vector": encode(retrieval_query(question)), "budget": budget})
     request = {"op": "evidence", "site": str(site), "cases": cases}
     in_pyodide = run_in_pyodide(request, build_core_wheel(tmp_path))
     assert "emscripten" in in_pyodide["python"]
@@ -242,6 +245,8 @@ def test_pyodide_gives_the_browser_the_same_evidence(site, encode, tmp_path):
     assert (
         first["sources"] and first["prompt_tokens"] <= 4000 and first["prompt"]["text"].startswith("SYSTEM:")
     )
+    larger = in_pyodide["results"][len(questions) + 1]
+    assert larger["budget"] == 16000 and len(larger["sources"]) > len(first["sources"])
 
 
 @pytest.mark.mirror

@@ -3,8 +3,10 @@
 The browser (Pyodide worker) and `python -m builder ask` (CPython) both run this, so the sources and the
 prompt a visitor's model sees are the ones the CLI and the tests check.
 
-Retrieval: hybrid search, one passage per page, at most `PER_PAPER` per paper, `CANDIDATES` in rank
-order; the best that fit the budget become the numbered sources. A follow-up question retrieves again
+Retrieval: hybrid search, one passage per page, a per-paper cap, as many candidates in rank order as
+the budget holds (`sourcing`: 16 at the default budget, more for a longer context, and a question
+comparing two things searched for each as well); the best that fit the budget become the numbered
+sources. A follow-up question retrieves again
 with the new question followed by the previous one (so "and its limits?" still finds the paper), and
 the prompt keeps the previous turn short: its question and the first `HISTORY_WORDS` words of its answer,
 citations removed.
@@ -25,17 +27,19 @@ neutralised (`<source` becomes `‹source`, `⟦ ⟧` become `[ ]`).
 JSON helpers for the browser worker:
 
 `evidence(engine, request, query_vector)` with request `{"question", "history": [{"question", "answer"}]
-(optional, the last turn is used), "budget": prompt tokens (optional, default 4500), "context" and
-"max_tokens": the model's context window and the visitor's answer cap (optional; with a context, the
-answer's room is `tokens.answer_room` and the budget at most what fits beside it), "k": candidates
-(optional)}` returns
+(optional, the last turn is used), "budget": prompt tokens (optional), "context" and "max_tokens": the
+model's context window and the visitor's answer cap (optional), "model": a hosted model's name (optional;
+its family's window when no context is given), "k": candidates (optional; by default what the budget
+holds)}` returns
     {"question", "retrieval_query",
      "sources": [{"n", "arxiv_id", "page_start", "page_end", "label", "chunk_id", "title", "section", "text"}],
      "pages": {arxiv_id: {"7": page text, ...}},   # each source's pages and their neighbours
      "prompt": {"system", "messages": [{"role", "content"}], "text"},   # text: the whole prompt, to copy
      "prompt_tokens", "budget", "left_out",      # left_out: candidates that did not fit
      "answer_tokens"}                            # the answer cap to send: the room left for it
-The worker first embeds `retrieval_text(request)` (the string the search will use) to get `query_vector`;
+The budget (`request_budget`): with a window, the answer's room (`tokens.answer_room`) is kept in it
+and the budget is what fits beside it, or the request's budget when smaller; without one, the request's
+budget, else 4500. The worker first embeds `retrieval_text(request)` (the string the search will use) to get `query_vector`;
 None gives keyword-only evidence.
 
 `verify(answer_text, evidence, library)` takes that evidence dict (only "sources" and "pages" are read),
@@ -52,19 +56,24 @@ from typing import Any
 
 from readingroom_core.analysis import bare_id
 from readingroom_core.citations import SHAPE, pages_label, parse_citations
-from readingroom_core.engine import SearchEngine
+from readingroom_core.engine import Hit, SearchEngine
 from readingroom_core.options import SearchOptions
+from readingroom_core.sourcing import (
+    candidates_for_budget,
+    interleave,
+    per_paper_for,
+    question_parts,
+    retriever_candidates,
+)
 from readingroom_core.tokens import answer_room, budget_for_context, chat_tokens, count_tokens
 from readingroom_core.verification import Library, SourceSpan, verify_answer
+from readingroom_core.windows import known_window
 
 # About 4,500 real tokens of a Llama-class tokenizer: fits 8k-context models with room for the answer.
 DEFAULT_BUDGET = 4500
 DEFAULT_MAX_TOKENS = 1500  # the answer cap every provider is sent unless the visitor sets another
 MIN_BUDGET = 500
-CANDIDATES = 16
-PER_PAPER = 4
-# More candidates per retriever than search uses, so the per-paper cap leaves room for other papers.
-EVIDENCE_CANDIDATES = 100
+CANDIDATES = candidates_for_budget(DEFAULT_BUDGET)  # the sources an 8k model is offered
 HISTORY_WORDS = 60
 QUESTION_WORDS_FOR_RETRIEVAL = 60
 PAGE_MARK = "\u27e6p.{}\u27e7"
@@ -281,7 +290,28 @@ class Evidence:
 
 
 def evidence_options(k: int = CANDIDATES) -> SearchOptions:
-    return SearchOptions(k=k, mode="hybrid", per_page=1, per_paper=PER_PAPER, candidates=EVIDENCE_CANDIDATES)
+    """Hybrid search, one passage per page, the per-paper cap and the retrievers' depth for `k`."""
+    return SearchOptions(
+        k=k, mode="hybrid", per_page=1, per_paper=per_paper_for(k), candidates=retriever_candidates(k)
+    )
+
+
+def retrieve(
+    engine: SearchEngine, question: str, query: str, query_vector: Sequence[float] | None, k: int
+) -> list[Hit]:
+    """The `k` passages for `query`; a question with parts (`sourcing.question_parts`) also searches
+    each part by keyword and interleaves their best with the whole question's."""
+    options = evidence_options(k)
+    if query_vector is None:
+        options.mode = "bm25"
+    hits = engine.search(query, query_vector, options)
+    parts = question_parts(question)
+    if not parts:
+        return hits
+    keyword = evidence_options(k)
+    keyword.mode = "bm25"
+    rankings = [engine.search(part, None, keyword) for part in parts]
+    return interleave(hits, rankings, k, options.per_paper)
 
 
 def select_evidence(
@@ -290,14 +320,12 @@ def select_evidence(
     query_vector: Sequence[float] | None,
     budget: int = DEFAULT_BUDGET,
     previous: Turn | None = None,
-    k: int = CANDIDATES,
+    k: int | None = None,
 ) -> Evidence:
-    """Search, then the best passages that fit `budget`, with the page texts that verification needs."""
+    """Search, then the best passages that fit `budget`, with the page texts that verification needs;
+    `k` candidates, by default as many as the budget holds (`sourcing.candidates_for_budget`)."""
     query = retrieval_query(question, previous)
-    options = evidence_options(k)
-    if query_vector is None:
-        options.mode = "bm25"
-    hits = engine.search(query, query_vector, options)
+    hits = retrieve(engine, question, query, query_vector, k or candidates_for_budget(budget))
     paper_index = {paper.id: index for index, paper in enumerate(engine.papers)}
     candidates = []
     for hit in hits:
@@ -365,21 +393,24 @@ def evidence(
         query_vector,
         budget=budget,
         previous=_previous_turn(request.get("history")),
-        k=int(request.get("k") or CANDIDATES),
+        k=int(request.get("k") or 0) or None,
     )
     return {**found.to_dict(), "answer_tokens": max_tokens}
 
 
 def request_budget(request: Mapping[str, Any]) -> tuple[int, int]:
-    """(prompt budget, answer cap) of a request: with the model's context window given, the answer's
-    room in it and the budget lowered to what fits beside it."""
-    budget = int(request.get("budget") or DEFAULT_BUDGET)
+    """(prompt budget, answer cap) of a request. With the model's context window ("context", else the
+    window of a hosted "model"'s family, `windows.known_window`) the answer's room is kept in it and the
+    budget is what fits beside it, or the request's own budget when that is smaller; without a window,
+    the request's budget or `DEFAULT_BUDGET`."""
+    budget = int(request.get("budget") or 0)
     max_tokens = int(request.get("max_tokens") or DEFAULT_MAX_TOKENS)
-    if not request.get("context"):
-        return budget, max_tokens
-    context = int(request["context"])
+    context = int(request.get("context") or 0) or known_window(str(request.get("model") or ""))
+    if not context:
+        return budget or DEFAULT_BUDGET, max_tokens
     room = answer_room(context, max_tokens)
-    return min(budget, max(budget_for_context(context, room), MIN_BUDGET)), room
+    fits = max(budget_for_context(context, room), MIN_BUDGET)
+    return (min(budget, fits) if budget else fits), room
 
 
 def retrieval_text(request: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ import { Turn, countdownButton } from "./ask_turn.js";
 import { button, byId, element, saveFile } from "./dom.js";
 import { ProviderError, streamAnswer } from "./providers.js";
 import { loadReferences } from "./references.js";
-import { LlmSettings, providerFromOptions, withServerFacts } from "./settings.js";
+import { LlmSettings, isLocal, providerFromOptions, withServerFacts } from "./settings.js";
 
 /** @typedef {import("./protocol.js").AppConfig} AppConfig */
 /** @typedef {import("./protocol.js").Status} Status */
@@ -233,7 +233,7 @@ class AskMode {
       try {
         turn.answer = prefix + (await streamAnswer(settings, prompt, {
           signal: controller.signal,
-          budget: provider.budget,
+          budget: turn.budget,
           onFinish: (reason) => (turn.stopReason = reason),
           onText: (text) => {
             turn.timings.first_text_ms ??= performance.now() - started;
@@ -323,9 +323,12 @@ class AskMode {
     }
     try {
       const { budget, context, max_tokens } = provider;
-      const evidence = await this.request("evidence", { question: turn.question, history, budget, context, max_tokens });
+      // A hosted model's name lets the core size the sources to its family's window; a local server's
+      // window is its own (asked above), whatever the model.
+      const model = isLocal(provider) ? "" : provider.model;
+      const evidence = await this.request("evidence", { question: turn.question, history, budget, context, max_tokens, model });
       Object.assign(turn, { sources: evidence.sources, pages: evidence.pages, prompt: evidence.prompt });
-      Object.assign(turn, { promptTokens: evidence.prompt_tokens, answerCap: evidence.answer_tokens });
+      Object.assign(turn, { promptTokens: evidence.prompt_tokens, answerCap: evidence.answer_tokens, budget: evidence.budget });
     } catch (error) {
       turn.sourcesStatus.textContent = `Could not find sources: ${/** @type {Error} */ (error).message}`;
       turn.sourcesStatus.classList.add("error");

@@ -57,6 +57,7 @@ export class Turn {
     this.error = null;
     this.promptTokens = 0; // the prompt's estimated tokens, as the evidence counted them
     this.answerCap = 0; // the answer cap sent: the room left for it in the model's context window
+    this.budget = 0; // the prompt budget the sources were fitted to
     this.stopReason = ""; // why the model stopped: "length" when it reached answerCap
     /** @type {import("./protocol.js").AskTimings} */
     this.timings = {};

@@ -219,7 +219,7 @@
  * @typedef {{type: "init", config: AppConfig, port: MessagePort, save_data: boolean}} InitMessage save_data: the page's navigator.connection.saveData (a worker's may not follow the browser's setting)
  * @typedef {{type: "encoder_failed", error: string}} EncoderFailedMessage the page saw encoder.js fail to load
  * @typedef {SearchRequest & {type: "search", id: number}} SearchMessage
- * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number, context?: number | null, max_tokens?: number}} EvidenceMessage
+ * @typedef {{type: "evidence", id: number, question: string, history: Array<{question: string, answer: string}>, budget: number | null, context?: number | null, max_tokens?: number, model?: string}} EvidenceMessage
  * @typedef {{type: "verify", id: number, answer: string, evidence: {sources: Source[], pages: PageTexts | null}}} VerifyMessage
  * @typedef {{type: "page", id: number, arxiv_id: string, page: number, chunk_id?: string, quote?: string}} PageMessage
  * @typedef {SearchMessage | EvidenceMessage | VerifyMessage | PageMessage} WorkerRequest answered by one ResultMessage of the same id

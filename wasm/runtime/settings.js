@@ -24,7 +24,7 @@ const MIN_ANSWER = 16;
  * @property {string} base_url
  * @property {string} model
  * @property {string} key
- * @property {number} budget
+ * @property {number | null} budget the prompt budget the visitor set; null: sized to the model
  * @property {number | null} context the model's context window, when known
  * @property {number} max_tokens
  * @property {string} [contextSource] who told the context window
@@ -79,8 +79,15 @@ function writeStorage(storage, name, value) {
 /** The prompt budget from its field (or the saved settings): the default when blank or nonsense.
  * @param {unknown} value */
 export function clampBudget(value) {
+  return budgetOrNull(value) ?? DEFAULT_BUDGET;
+}
+
+/** The prompt budget the visitor set, or null when blank or nonsense: then the core sizes it to the
+ * model's context window where that is known (readingroom_core.answers.request_budget), else the default.
+ * @param {unknown} value */
+export function budgetOrNull(value) {
   const number = Math.round(Number(value));
-  if (!Number.isFinite(number) || number <= 0) return DEFAULT_BUDGET;
+  if (!String(value ?? "").trim() || !Number.isFinite(number) || number <= 0) return null;
   return Math.min(MAX_BUDGET, Math.max(MIN_BUDGET, number));
 }
 
@@ -164,7 +171,7 @@ export class LlmSettings {
       provider: provider.value,
       base_url: base_url.value.trim(),
       model: model.value.trim(),
-      budget: clampBudget(budget.value),
+      budget: budgetOrNull(budget.value),
       context: contextOrNull(context.value),
       max_tokens: clampMaxTokens(max_tokens.value),
       remember: this.rememberWhere(),
@@ -206,14 +213,15 @@ export class LlmSettings {
       fields.provider.value = saved.provider;
       fields.base_url.value = saved.base_url || PRESETS[saved.provider].base_url;
       fields.model.value = saved.model ?? PRESETS[saved.provider].model;
-      fields.budget.value = String(clampBudget(saved.budget));
+      const budget = budgetOrNull(saved.budget);
+      fields.budget.value = budget ? String(budget) : "";
       fields.context.value = saved.context ? String(saved.context) : "";
       fields.max_tokens.value = String(clampMaxTokens(saved.max_tokens));
       for (const radio of this.remember) radio.checked = radio.value === (saved.remember || "memory");
     } else {
       fields.provider.value = "openai";
       this.applyPreset("openai");
-      fields.budget.value = String(DEFAULT_BUDGET);
+      fields.budget.value = ""; // sized to the model's window where known, else DEFAULT_BUDGET
       fields.max_tokens.value = String(DEFAULT_MAX_TOKENS);
     }
     // An entry named without a slot comes from a version that sent one key to every provider: whose it
@@ -275,7 +283,7 @@ export class LlmSettings {
       base_url: base_url.value.trim(),
       model: model.value.trim(),
       key: this.key,
-      budget: clampBudget(budget.value),
+      budget: budgetOrNull(budget.value),
       context: contextOrNull(context.value),
       max_tokens: clampMaxTokens(max_tokens.value),
     };
@@ -299,7 +307,7 @@ export function providerFromOptions(options, settings) {
     base_url: options.base_url || preset.base_url,
     model: options.model || preset.model,
     key: options.key || "",
-    budget: clampBudget(options.budget ?? DEFAULT_BUDGET),
+    budget: budgetOrNull(options.budget ?? ""),
     context: contextOrNull(options.context ?? ""),
     max_tokens: clampMaxTokens(options.max_tokens ?? DEFAULT_MAX_TOKENS),
   };
@@ -307,7 +315,7 @@ export function providerFromOptions(options, settings) {
 
 /** Whether the provider is a local server's preset on this computer or network (asked for its window and
  * models); another endpoint is asked nothing but the answer. @param {Provider} provider */
-function isLocal(provider) {
+export function isLocal(provider) {
   try {
     const preset = resolvePreset(provider.provider || "custom");
     return Boolean(preset.local) && provider.api === "openai" && addressSpace(provider.base_url) !== "public";

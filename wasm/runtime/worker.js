@@ -336,9 +336,9 @@ async function finish(site, prepared, embedding, denseAhead, started) {
 // call itself is the page's.
 /** @param {import("./protocol.js").EvidenceMessage} message
  * @returns {Promise<import("./protocol.js").EvidenceReply | ErrorReply>} */
-async function evidence({ question, history, budget, context, max_tokens }) {
+async function evidence({ question, history, budget, context, max_tokens, model }) {
   const site = await state.site.promise;
-  const request = JSON.stringify({ question, history, budget, context, max_tokens });
+  const request = JSON.stringify({ question, history, budget, context, max_tokens, model });
   const vector = state.semanticReady ? (await embed(site, site.ask_retrieval_query(request))).vector : undefined;
   return JSON.parse(await state.reads.run(() => site.ask_evidence(request, vector)));
 }
