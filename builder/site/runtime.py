@@ -61,6 +61,7 @@ ENGINE_MODULES = (
     "encoder.js",
     "download.js",
     "ranged_reads.js",
+    "whole_index.js",
 )
 # The search page's ES modules (search and Ask mode) import one another by name, so they share one folder
 # named by the hash of them all, together with markdown-it's self-contained browser build (answer.js

@@ -13,6 +13,7 @@ import { Checksums, Progress, loadManifest } from "./download.js";
 import { Encoder } from "./embedding.js";
 import { countModules, fetchSnapshot, pythonFiles, startPython } from "./python_start.js";
 import { RangedReads } from "./ranged_reads.js";
+import { filesToReadWhole, whenQuiet } from "./whole_index.js";
 
 /** @typedef {import("./protocol.js").Core} Core */
 /** @typedef {import("./protocol.js").Site} Site */
@@ -128,9 +129,9 @@ function readSync(core, path) {
 // tokenizer's files, but only after the keyword results of the searches asked before keyword search was
 // up (a link with a query, a visitor who typed while it loaded): those files would hold four of the
 // browser's six connections to the host while the search's ranges queue. The rest of the index is read by
-// range as queries need it (ranged_reads.js). 10,000 papers, 20 Mbit/s: the keyword files beside Python's,
-// as before, held its boot back; this order brought the first keyword result from 10.3-11.0 s to 9.1-9.2 s,
-// the first semantic one no later.
+// range as queries need it (ranged_reads.js). Fetching the keyword files beside Python's held its boot
+// back on a slow line; this order brings the first keyword result sooner and the first semantic one no
+// later (the commit that chose it gives the figures at 10,000 papers).
 /** @param {WorkerState} state */
 async function start({ config, reads }) {
   setStage("Loading the Python runtime and the keyword index");
@@ -382,31 +383,13 @@ async function init(message) {
   await readIndexWhole(started.site).catch((error) => console.warn("The index stays read by range:", error));
 }
 
-// Background downloads wait until no request has run for this long: a visitor's searches keep the line.
-const QUIET_MS = 1000;
-
-async function quiet() {
-  for (;;) {
-    const waited = performance.now() - state.lastRequestEnded;
-    if (!state.requestsUnderWay && waited >= QUIET_MS) return;
-    await new Promise((resolve) => setTimeout(resolve, Math.max(QUIET_MS - waited, 100)));
-  }
-}
-
-// The index files queries read by range, fetched whole in the order `Site.ranged_files` gives, as many
-// as fit the corpus file's `whole_index_mb` (16 MB by default), one file at a time and only while no
-// search runs: a query then waits on no round trip for them (commit 3fb530f measured first-sight
-// queries at 112 and 1,000 papers). The encoder's word-piece table stays ranged: it is as large whatever
-// the list, and costs a query only a few ms more.
-// Chosen as semantic search comes up (its files are then known), so the start-up timeline says so.
+// Chosen as semantic search comes up (its files are then known), so the start-up timeline says so
+// (whole_index.js says which files and why; commit 3fb530f measured first-sight queries with it).
 /** @param {Site} site */
 function chooseWholeIndex(site) {
-  /** @type {string[]} */
-  const ranged = JSON.parse(site.ranged_files());
-  const files = ranged.filter((path) => !state.wholeAtStart.has(path));
-  let total = 0;
-  const fit = files.findIndex((path) => (total += checksums().wireBytes([path])) > state.config.whole_index_bytes);
-  state.wholeIndex = fit === -1 ? files : files.slice(0, fit);
+  const wireBytes = (/** @type {string} */ path) => checksums().wireBytes([path]);
+  const budget = state.config.whole_index_bytes;
+  state.wholeIndex = filesToReadWhole(JSON.parse(site.ranged_files()), state.wholeAtStart, wireBytes, budget);
   if (state.wholeIndex.length) mark("index_whole_wanted");
 }
 
@@ -419,7 +402,7 @@ async function readIndexWhole(site) {
   if (state.saveData && state.wholeIndex?.length) mark("index_whole_skipped"); // reported just below
   if (!state.wholeIndex?.length || state.saveData) return void state.progress.report(true);
   const count = (/** @type {number} */ n) => state.progress.countAfter("index_whole", n); // after "ready": counted still
-  await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, count), quiet);
+  await state.reads.readWhole(state.wholeIndex, (path) => checksums().fetch(state.config.base, path, count), () => whenQuiet(state));
   mark("index_read_whole");
   state.progress.report(true); // its last bytes and the timeline
 }
