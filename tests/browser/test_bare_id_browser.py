@@ -21,5 +21,6 @@ def test_a_bare_id_shows_only_that_paper(site_url, watched, viewport, query):  #
     assert hits[0] == (GQA, 1)
     groups = watched.page.query_selector_all("#results .paper-group")
     assert [group.get_attribute("data-arxiv-id") for group in groups] == [GQA]
+    assert f"{len(hits)} passages from 1 paper (" in watched.page.inner_text("#result-count")
     if query == GQA:
         shoot(watched.page, f"bare-id-{'phone' if viewport is PHONE else 'desktop'}")

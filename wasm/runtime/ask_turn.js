@@ -4,7 +4,7 @@
 
 import { renderPlain, renderVerified, summaryLine } from "./answer.js";
 import { pagesLabel, paperPageUrl, pdfUrl } from "./citation.js";
-import { element, link } from "./dom.js";
+import { counted, element, link } from "./dom.js";
 
 /** @typedef {import("./protocol.js").Source} Source */
 /** @typedef {import("./protocol.js").Citation} Citation */
@@ -156,7 +156,7 @@ export class Turn {
     );
     const papers = new Set(this.sources.map((s) => s.arxiv_id)).size;
     this.sourcesStatus.textContent = this.sources.length
-      ? `${this.sources.length} passages from ${papers} papers, found in your browser.`
+      ? `${counted(this.sources.length, "passage")} from ${counted(papers, "paper")}, found in your browser.`
       : "No passages match this question; the model would have nothing to cite. Try other words.";
   }
 

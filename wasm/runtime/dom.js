@@ -66,3 +66,9 @@ export function saveFile(name, type, text) {
   anchor.remove();
   setTimeout(() => URL.revokeObjectURL(url), 0);
 }
+
+/** "1 paper", "2 papers": a count with its noun in the number the count takes.
+ * @param {number} count @param {string} one @param {string} [many] */
+export function counted(count, one, many = `${one}s`) {
+  return `${count} ${count === 1 ? one : many}`;
+}

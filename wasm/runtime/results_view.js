@@ -5,7 +5,7 @@
 import { absUrl, authorsLabel, fullCitation, pageCitation, pagesLabel, paperPageUrl, pdfUrl, versionedId } from "./citation.js";
 import { listToggle } from "./my_list.js";
 import { copyBibtexButton, exportLine } from "./references.js";
-import { button, byId, copyText, element, link } from "./dom.js";
+import { button, byId, copyText, counted, element, link } from "./dom.js";
 import { inContextLink } from "./reading_view.js";
 import { currentParams, setSort } from "./router.js";
 
@@ -148,7 +148,7 @@ function summaryOf(reply, papers) {
   if (reply.weak) {
     return `Nothing matches these words well. The ${reply.hits.length} passages below are only the nearest in meaning (${how} search).`;
   }
-  return `${reply.hits.length} passages from ${papers} papers (${how} search)`;
+  return `${counted(reply.hits.length, "passage")} from ${counted(papers, "paper")} (${how} search)`;
 }
 
 export class ResultsView {
