@@ -80,10 +80,13 @@ def test_fabricated_citations_are_flagged_and_hostile_markup_is_inert(asking, ll
     assert (
         page.locator(f"{body} img, {body} script, {body} [onerror], {body} style, {body} iframe").count() == 0
     )
+    # The one same-site link is the page's own "in context" beside a verified citation (the reading view).
+    own = ":not(.in-context[href^='?read='])"
     assert (
-        page.locator(f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#'])").count()
+        page.locator(f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#']){own}").count()
         == 0
     )
+    assert page.locator(f"{body} a.in-context").count() == page.locator(f"{body} .cite.verified").count() > 0
     assert "<script>" in turn["answer"]  # shown as text
 
 
