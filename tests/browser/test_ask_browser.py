@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 from support import corpus
 from support.ask_page import KEY, QUESTION, AskPage
-from support.chromium import wait_for
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, wait_for
 from support.mock_llm import INVENTED_ID, UNCITED, MockLLM, write_answer
 from support.site_page import DOC2QUERY
 
@@ -83,7 +83,9 @@ def test_fabricated_citations_are_flagged_and_hostile_markup_is_inert(asking, ll
     # The one same-site link is the page's own "in context" beside a verified citation (the reading view).
     own = ":not(.in-context[href^='?read='])"
     assert (
-        page.locator(f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#']){own}").count()
+        page.locator(
+            f"{body} a[href^='javascript'], {body} a:not([href^='http']):not([href^='#']){own}"
+        ).count()
         == 0
     )
     assert page.locator(f"{body} a.in-context").count() == page.locator(f"{body} .cite.verified").count() > 0
@@ -383,10 +385,35 @@ def test_settings_are_reachable_by_keyboard(asking):
     assert page.evaluate("document.activeElement.id") == "ask-q"
 
 
-def test_an_unreachable_provider_is_explained_with_the_providers_that_allow_browser_calls(browser, site_url):  # noqa: F811
+GONE_HOST = "gone-provider.example"  # a public name, mapped to 127.0.0.1 for the chromium below
+
+
+class _UnderPublicName:
+    """A stopped mock seen under a public host name: the page reads an address space from the name, and
+    only for a public one are the failure's causes (CORS, an outage) alike enough to name them all."""
+
+    def __init__(self, llm: MockLLM):
+        self.base_url = llm.base_url.replace("http://127.0.0.1", f"https://{GONE_HOST}", 1)  # as public must
+        self.requests = llm.requests
+
+
+@pytest.fixture
+def public_provider_browser(browser):  # noqa: F811
+    chromium = browser.browser_type.launch(
+        executable_path=str(CHROMIUM),
+        args=[*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {GONE_HOST} 127.0.0.1"],
+    )
+    yield chromium
+    chromium.close()
+
+
+def test_an_unreachable_provider_is_explained_with_the_providers_that_allow_browser_calls(
+    public_provider_browser,
+    site_url,  # noqa: F811
+):
     gone = MockLLM(api_key=KEY).start()
     gone.stop()  # its port now refuses connections, as a provider without CORS looks to a page
-    view = AskPage(browser, site_url, gone)
+    view = AskPage(public_provider_browser, site_url, _UnderPublicName(gone))
     view.open()
     view.configure("custom")
     turn = view.ask()
