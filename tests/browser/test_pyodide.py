@@ -124,6 +124,7 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         assert have["ids"] == want["ids"], where
         assert have.get("error") == want.get("error"), where
         assert (have.get("weak"), have.get("suggestion")) == (want.get("weak"), want.get("suggestion")), where
+        assert have.get("missing") == want.get("missing"), where
         assert_same_hits(want.get("hits", []), have.get("hits", []), where)
     for query in named:  # navigation: the named paper's opening passage first, in every mode
         first = expected[queries.index(query)]["hits"][0]
@@ -136,6 +137,7 @@ def test_the_browser_boundary_answers_as_in_cpython(site, wheel):
         "weak": False,
         "suggestion": None,
         "embeds": True,
+        "missing": [],
     }
     assert sum(bool(reply.get("hits")) for reply in expected) >= 20
 
