@@ -118,6 +118,10 @@ def test_a_query_given_while_loading_says_it_waits_then_runs(site_url, watched):
     page.wait_for_selector("#results .hit")
     assert page.query_selector("#results .waiting") is None
     page.evaluate("window.readingRoom.semanticReady")
+    # The index read whole once searches pause still comes over after "ready", and is counted: wait for it.
+    wait_for(
+        page, "(t => !('index_whole_wanted' in t) || 'index_read_whole' in t)(readingRoom.status().timeline)"
+    )
     loaded = page.inner_text("#status")
     for query in ("grouped query attention", "renormalization group", "doc2query expansion"):
         watched.search(query)
