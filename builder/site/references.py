@@ -1,5 +1,5 @@
 """The references file (`corpus/references.<hash>.json`): every paper's citation key, BibTeX entry and
-CSL-JSON item, rendered once by the core's one writer (`readingroom_core.bibliography`) in reading-list
+CSL-JSON item, rendered once by the one writer (`builder.bibliography`) in reading-list
 order. The search page fetches it when a visitor copies or exports citations (results, Ask, the whole
 list, their own selection), so no entry is written in JavaScript; a paper page embeds its own entry.
 It lives in a rendered folder: a re-render replaces it with the pages that name it.
@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builder.bibliography import Reference, rendered
 from builder.site.store import write_hashed
-from readingroom_core.bibliography import Reference, rendered
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.formats.versioned import FORMAT_VERSION
 

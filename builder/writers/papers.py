@@ -7,10 +7,10 @@ import base64
 from collections.abc import Iterable, Sequence
 
 from builder.models import PaperMeta, PaperRef, ParsedPaper
+from builder.titles import title_case
 from readingroom_core.formats.papers import TABLE_FIELDS, PaperRecord, SectionEntry
 from readingroom_core.formats.versioned import FORMAT_VERSION, compact_json
 from readingroom_core.navigation import short_names
-from readingroom_core.titles import title_case
 
 
 def paper_record(

@@ -1,4 +1,4 @@
-"""The one BibTeX writer (readingroom_core/bibliography.py): arXiv's fields with the version indexed, only
+"""The one BibTeX writer (builder/bibliography.py): arXiv's fields with the version indexed, only
 acronyms and names braced in the title, keys unique across the list; and in a real build, the references
 file and every paper page hold the same entry, which pybtex reads as a reference manager would."""
 
@@ -11,7 +11,7 @@ from pybtex.database import parse_string
 from support import corpus
 from support.builds import ADDED_PAPER, SMALL_PAPERS
 
-from readingroom_core.bibliography import (
+from builder.bibliography import (
     Reference,
     bibtex_entry,
     braced_title,

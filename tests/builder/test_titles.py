@@ -6,8 +6,8 @@ import json
 import pytest
 
 from builder.models import PaperMeta
+from builder.titles import title_case
 from builder.writers.papers import paper_record
-from readingroom_core.titles import title_case
 
 # (title as fetched, a phrase of its abstract, the title the site shows); from ../shared/arxiv-mirror
 CASES = [

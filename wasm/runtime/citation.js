@@ -1,6 +1,6 @@
 // A paper's addresses and how to cite it in words, for the results, the Ask sources and the exports alike:
 // every arXiv link names the version the site indexed, so a page number points where the passage is.
-// BibTeX and CSL-JSON are not written here: the build renders them (readingroom_core/bibliography.py)
+// BibTeX and CSL-JSON are not written here: the build renders them (builder/bibliography.py)
 // and references.js hands them out.
 
 export const ARXIV = "https://arxiv.org";

@@ -1,5 +1,5 @@
 // Citations to take away: each paper's BibTeX entry and CSL-JSON item as the build rendered them
-// (readingroom_core/bibliography.py, in the site's references file), joined into files for one paper, a
+// (builder/bibliography.py, in the site's references file), joined into files for one paper, a
 // result set, the whole list or the visitor's own list (my_list.js). Nothing is written or fetched
 // from anywhere but the site itself.
 

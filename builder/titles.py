@@ -6,8 +6,8 @@ the PDF set in capitals takes the abstract's mixed-case spelling ("QLORA" -> "QL
 ("SELF-INSTRUCT" -> "Self-Instruct", "MEDUSA" -> "Medusa"; "RAPTOR: Recursive Abstractive Processing
 for Tree-Organized Retrieval" stays).
 
-It lives in the core because the build applies it once, in the paper's site record
-(`builder/writers/papers.py`), and the BibTeX writer (`bibliography.py`) braces the words it keeps.
+The build applies it once, in the paper's site record (`builder/writers/papers.py`), and the BibTeX
+writer (`builder/bibliography.py`) braces the words it keeps; the browser shows the titles as written.
 The chunks' context lines keep the title as fetched: the embedding model is uncased, and their cache
 keys stay as they are.
 
