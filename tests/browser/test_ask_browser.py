@@ -218,7 +218,8 @@ def test_the_js_api_returns_what_the_page_shows(asking, llm):
     assert set(result) >= {"answer", "citations", "sources"}
     assert result["answer"] == llm.answers[-1].text
     for citation in result["citations"]:
-        assert set(citation) == {"arxiv_id", "page", "quote", "verified", "reason"}
+        assert set(citation) == {"arxiv_id", "version", "page", "quote", "verified", "reason"}
+        assert not citation["verified"] or citation["version"].startswith("v")  # the version the site indexed
     statuses = [c["verified"] for c in result["citations"]]
     assert statuses == [status == "verified" for *_, status in llm.answers[-1].expected]
     for source in result["sources"]:
