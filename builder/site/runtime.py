@@ -139,22 +139,37 @@ def build_core_wheel(out_dir: Path) -> Path:
 
 
 def run_snapshot_script(*arguments: str) -> str:
-    """What wasm/node/python_snapshot.mjs printed, run with `arguments`."""
+    """What wasm/node/python_snapshot.mjs printed, run with `arguments`. A failed run is tried once more,
+    said on stderr, since the script's inputs are the build's own files: what fails twice is a real error,
+    raised with what Node printed of it."""
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("node is not installed; the build needs Node.js (as `npm ci --prefix wasm` does)")
-    finished = subprocess.run(
-        [node, str(SNAPSHOT_SCRIPT), *arguments],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=SNAPSHOT_TIMEOUT_S,
-    )
-    if finished.returncode != 0:
-        raise RuntimeError(
-            f"{SNAPSHOT_SCRIPT.name} {arguments[0]} failed:\n{finished.stdout}\n{finished.stderr}"
+    failures: list[str] = []
+    while len(failures) < 2:
+        finished = subprocess.run(
+            [node, str(SNAPSHOT_SCRIPT), *arguments],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SNAPSHOT_TIMEOUT_S,
         )
-    return finished.stdout
+        if finished.returncode == 0:
+            return finished.stdout
+        failures.append(node_failure(finished))
+        if len(failures) == 1:
+            print(
+                f"{SNAPSHOT_SCRIPT.name} {arguments[0]} failed; trying once more:\n{failures[0]}",
+                file=sys.stderr,
+            )
+    raise RuntimeError(f"{SNAPSHOT_SCRIPT.name} {arguments[0]} failed twice:\n{failures[-1]}")
+
+
+def node_failure(finished: subprocess.CompletedProcess[str], lines: int = 40) -> str:
+    """What a failed Node run printed, its exit status first, without the source lines Node echoes for an
+    uncaught error (Pyodide's are a megabyte of minified code on one line), ending with the error itself."""
+    printed = [line for line in (finished.stdout + finished.stderr).splitlines() if len(line) <= 1_000]
+    return f"exit status {finished.returncode}\n" + "\n".join(printed[-lines:])
 
 
 def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:

@@ -132,6 +132,9 @@ if (args.length < fewest || args.length > most || args.some((arg) => !arg)) {
   process.exit(2);
 }
 determinism();
+// Emscripten keeps the program's path (and its arguments) in Python's memory, as argv[0] and the `_`
+// variable: a fixed name keeps the snapshot's bytes the same wherever the checkout lives.
+process.argv.splice(1, process.argv.length - 1, "python_snapshot.mjs");
 const { loadPyodide } = await import("pyodide");
 if (mode === "compile") {
   const [stdlib, list, out] = args;
