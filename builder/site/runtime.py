@@ -12,6 +12,7 @@ names them by role, with its own `artifacts` list, apart from the data files'.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import io
@@ -25,7 +26,7 @@ import zipfile
 from pathlib import Path
 
 from builder.paths import REPO_ROOT
-from builder.site.store import stored_gzipped, write_hashed, write_plain
+from builder.site.store import smallest_gzip, stored_gzipped, write_hashed, write_plain
 from readingroom_core.formats.manifest import Artifact, RuntimeSection
 
 WASM_DIR = REPO_ROOT / "wasm"
@@ -43,6 +44,7 @@ KEPT_CODECS = ("ascii", "latin_1", "utf_8_sig", "utf_16", "utf_32", "cp1252", "i
 # hands it their `.gz` unpacked; the worker unpacks the interpreter's glue (1.25 MB, 0.26 MB gzipped, which
 # hosts that send files as stored would send whole) and imports it from memory (python_start.js). Only
 # pyodide.mjs, a few KB, is imported from the host.
+RUNTIME_INPUTS = ("package.json", "pyodide.asm.mjs", "pyodide.asm.wasm", STDLIB)  # what the snapshot reads
 PYODIDE_FETCHED = ("pyodide.asm.wasm", STDLIB, "pyodide-lock.json", "pyodide.asm.mjs")
 # ORT Web's wasm-only build; numThreads 1 means the threaded glue never starts a worker of its own.
 ORT_FILES = {
@@ -177,7 +179,25 @@ def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:
     importing the core from `wheel` (the bytes the site ships), all made with Node
     (wasm/node/python_snapshot.mjs): a visitor's search worker restores the snapshot instead of booting
     Python, or boots with the compiled library where the snapshot would take too long to come. The same
-    wheel gives the same bytes (the wheel's bytes pass through Python's memory)."""
+    wheel gives the same bytes (the wheel's bytes pass through Python's memory), so a later build in the
+    same process (the tests, `serve` re-rendering) with the same wheel, script and Pyodide reuses them."""
+    return made_python_runtime(
+        wheel, files_fingerprint(SNAPSHOT_SCRIPT, *(PYODIDE_PACKAGE / name for name in RUNTIME_INPUTS))
+    )
+
+
+def files_fingerprint(*paths: Path) -> str:
+    """A hash of the files' names and bytes: what a memoised step read besides its arguments."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"{path}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def made_python_runtime(wheel: bytes, fingerprint: str) -> tuple[bytes, bytes]:
+    """python_runtime's work; `fingerprint` (of the script and Pyodide's files) is only the memo's key."""
     with tempfile.TemporaryDirectory(prefix="readingroom-snapshot-") as scratch:
         wheel_path, imports, trimmed_path, stdlib_path, snapshot = (
             Path(scratch) / name
@@ -223,6 +243,11 @@ def package_version(package_dir: Path) -> str:
     return json.loads(package_json.read_text(encoding="utf-8"))["version"]
 
 
+# The runtime's gzipped files (the wasm, the snapshot, the standard library) are the same bytes in every
+# build of one checkout: a later build in the process takes their streams from here (seconds each).
+runtime_gzip = functools.lru_cache(maxsize=8)(smallest_gzip)
+
+
 def copy_runtime(out_dir: Path) -> RuntimeSection:
     """Copy our JS/CSS, the core wheel and its snapshot, ORT Web and Pyodide; name them by role."""
     runtime: dict[str, str] = {}
@@ -238,16 +263,13 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
         artifact = copy_hashed(out_dir, ORT_PACKAGE / "dist" / name)
         add(role, artifact)
         if role in ORT_FETCHED:
-            artifacts.extend(stored_gzipped(out_dir, artifact)[1:])
-    with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
-        wheel = build_core_wheel(Path(scratch))
-        stem = wheel.name.removesuffix(".whl")
-        wheel_bytes = reproducible_zip(wheel)
-        add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
-        stdlib, snapshot_bytes = python_runtime(wheel_bytes)
-        snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", snapshot_bytes)
-        add("python_snapshot", snapshot)
-        artifacts.extend(stored_gzipped(out_dir, snapshot)[1:])
+            artifacts.extend(stored_gzipped(out_dir, artifact, runtime_gzip)[1:])
+    stem, wheel_bytes = core_wheel(files_fingerprint(*core_sources()))
+    add("wheel", write_hashed(out_dir, "runtime", stem, ".whl", wheel_bytes))
+    stdlib, snapshot_bytes = python_runtime(wheel_bytes)
+    snapshot = write_hashed(out_dir, "runtime", "python-snapshot", ".bin", snapshot_bytes)
+    add("python_snapshot", snapshot)
+    artifacts.extend(stored_gzipped(out_dir, snapshot, runtime_gzip)[1:])
     engine = {name: (RUNTIME_SOURCES / name).read_bytes() for name in ENGINE_MODULES}
     engine_folder, engine_artifacts = write_module_folder(out_dir, "engine", engine)
     runtime["worker"], runtime["encoder"] = f"{engine_folder}/worker.js", f"{engine_folder}/encoder.js"
@@ -261,7 +283,7 @@ def copy_runtime(out_dir: Path) -> RuntimeSection:
     folder, pyodide_artifacts = write_module_folder(out_dir, f"pyodide-{version}", pyodide)
     for artifact in pyodide_artifacts:
         fetched = artifact.path.rsplit("/", 1)[1] in PYODIDE_FETCHED
-        artifacts.extend(stored_gzipped(out_dir, artifact) if fetched else [artifact])
+        artifacts.extend(stored_gzipped(out_dir, artifact, runtime_gzip) if fetched else [artifact])
     runtime["pyodide"] = folder + "/"
     versions = {
         "pyodide": version,
@@ -289,6 +311,22 @@ def write_module_folder(out_dir: Path, stem: str, files: dict[str, bytes]) -> tu
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     folder = f"runtime/{stem}-{digest.hexdigest()[:12]}"
     return folder, [write_plain(out_dir, f"{folder}/{name}", data) for name, data in sorted(files.items())]
+
+
+def core_sources() -> list[Path]:
+    """What the core wheel is built from (build_core_wheel copies these)."""
+    package = sorted(
+        path for path in (WASM_DIR / "readingroom_core").rglob("*.py") if "__pycache__" not in path.parts
+    )
+    return [WASM_DIR / "pyproject.toml", *package]
+
+
+@functools.lru_cache(maxsize=1)
+def core_wheel(fingerprint: str) -> tuple[str, bytes]:
+    """The core wheel's name stem and reproducible bytes; `fingerprint` (of core_sources) is the memo's key."""
+    with tempfile.TemporaryDirectory(prefix="readingroom-wheel-") as scratch:
+        wheel = build_core_wheel(Path(scratch))
+        return wheel.name.removesuffix(".whl"), reproducible_zip(wheel)
 
 
 def reproducible_zip(path: Path) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from readingroom_core.formats.manifest import Artifact
@@ -35,7 +36,14 @@ def write_plain(site_dir: Path, relative: str, data: bytes) -> Artifact:
 GZIP_MIN_SAVING = 0.05
 
 
-def stored_gzipped(site_dir: Path, artifact: Artifact) -> list[Artifact]:
+def smallest_gzip(data: bytes) -> bytes:
+    """The smaller of deflate's and literals-only gzip streams of `data` (see stored_gzipped)."""
+    return min(gzip.compress(data, compresslevel=6, mtime=0), huffman_only_gzip(data), key=len)
+
+
+def stored_gzipped(
+    site_dir: Path, artifact: Artifact, pack: Callable[[bytes], bytes] = smallest_gzip
+) -> list[Artifact]:
     """The artifact, and `<path>.gz` in its place where gzip pays (see GZIP_MIN_SAVING): the plain file
     is then removed, and the artifact's entry stays as the checksum of the contents the `.gz` unpacks to.
 
@@ -47,11 +55,12 @@ def stored_gzipped(site_dir: Path, artifact: Artifact) -> list[Artifact]:
     so keeping it would cost the site bytes for nothing: over a third of a 1,000-paper site (the Python
     snapshot, the query encoder, the runtime's wasm; commit 830e1ed).
     Level 6 (level 9 takes twice as long for 0.5% fewer bytes on the runtime's wasm) with no name and a
-    zero mtime: the same input gives the same bytes.
+    zero mtime: the same input gives the same bytes. `pack` makes the stream (smallest_gzip, or a memo of
+    it for the runtime's files, the same in every build).
     """
     path = site_dir / artifact.path
     data = path.read_bytes()
-    packed = min(gzip.compress(data, compresslevel=6, mtime=0), huffman_only_gzip(data), key=len)
+    packed = pack(data)
     if len(packed) > (1 - GZIP_MIN_SAVING) * len(data):
         return [artifact]
     relative = artifact.path + GZIP_SUFFIX

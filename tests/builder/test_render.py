@@ -24,7 +24,15 @@ from builder.models import Settings
 from builder.report import BuildReport
 from builder.site.manifest import read_manifest
 from builder.site.pages import render_site
-from builder.site.runtime import PYODIDE_PACKAGE, SNAPSHOT_SCRIPT, WASM_DIR, node_failure, run_snapshot_script
+from builder.site.runtime import (
+    PYODIDE_PACKAGE,
+    SNAPSHOT_SCRIPT,
+    WASM_DIR,
+    made_python_runtime,
+    node_failure,
+    python_runtime,
+    run_snapshot_script,
+)
 from builder.site.store import GZIP_MIN_SAVING
 from readingroom_core.formats.manifest import Artifact
 from readingroom_core.ranges import folder_reader
@@ -227,6 +235,18 @@ def test_the_python_snapshot_is_the_same_wherever_the_checkout_lives(hostile_sit
         snapshots.append(out.read_bytes())
     assert len(snapshots[0]) > 1_000_000
     assert snapshots[0] == snapshots[1]
+
+
+def test_a_later_build_in_the_same_process_reuses_the_python_runtime(hostile_site):
+    """The snapshot is a function of the wheel, the script and Pyodide's files: a second build in one
+    process (as every test build after the first is) takes it from the memo, the very bytes a build made."""
+    runtime = read_manifest(hostile_site).runtime.files
+    read = folder_reader(hostile_site)
+    before = made_python_runtime.cache_info()
+    stdlib, snapshot = python_runtime(read(runtime["wheel"]))
+    assert made_python_runtime.cache_info().hits == before.hits + 1
+    assert snapshot == read(runtime["python_snapshot"])
+    assert stdlib == read(runtime["pyodide"] + "python_stdlib.zip")
 
 
 def test_a_node_failure_reads_as_its_error_not_as_the_source_line_node_echoes():
