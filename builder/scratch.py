@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
+import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,3 +81,31 @@ def exclusive(lock_file: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# Cache entries this process made, by what makes them: (path, sha256 of its bytes) for each file.
+_MADE: dict[tuple[str, ...], list[tuple[Path, str]]] = {}
+
+
+def record_made(key: tuple[str, ...], files: Sequence[Path]) -> None:
+    """Note that this process made `files` (the entry `key` names, such as a model's export) just now."""
+    _MADE[key] = [(Path(path), _sha256(Path(path))) for path in files]
+
+
+def copy_made(key: tuple[str, ...], targets: Sequence[Path]) -> bool:
+    """Copy the files this process made for `key` onto `targets`, in order, and say so; False, copying
+    nothing, where none were made or one no longer holds the bytes it was made with. A build with a new
+    cache (the tests make dozens; `serve` rebuilds) so skips seconds of exporting a model it already has."""
+    made = _MADE.get(key)
+    if not made or len(made) != len(targets):
+        return False
+    if any(not path.is_file() or _sha256(path) != digest for path, digest in made):
+        return False
+    for (path, _), target in zip(made, targets, strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, functools.partial(shutil.copyfile, path))
+    return True
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

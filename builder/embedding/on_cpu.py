@@ -26,7 +26,7 @@ from builder.embedding.batches import length_batches, start_tokenizer
 from builder.embedding.model import ModelIdentity, model_shape
 from builder.embedding.sanity import check_sanity, sanity_texts
 from builder.query_encoder.onnx_graph import OUTPUT_NAME, export_fp32
-from builder.scratch import write_atomically
+from builder.scratch import copy_made, record_made, write_atomically
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -122,10 +122,13 @@ class DocumentEncoder:
         import onnxruntime
 
         if not self.onnx_path.exists():
-            texts = sanity_texts()
-            write_atomically(
-                self.onnx_path, lambda scratch: export_document_encoder(self.model_dir, scratch, texts)
-            )
+            made = ("document encoder", str(self.model_dir.resolve()), self.onnx_path.parent.name)
+            if not copy_made(made, [self.onnx_path]):
+                texts = sanity_texts()
+                write_atomically(
+                    self.onnx_path, lambda scratch: export_document_encoder(self.model_dir, scratch, texts)
+                )
+                record_made(made, [self.onnx_path])
         tokenizer = start_tokenizer(self.model_dir, self.identity.max_tokens)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads

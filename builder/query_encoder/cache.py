@@ -10,7 +10,7 @@ from pathlib import Path
 
 from builder.query_encoder.export import CONFIG_FORMAT, EncoderFiles, export_query_encoder
 from builder.query_encoder.quantize import QUANTIZATION
-from builder.scratch import make_folder_atomically
+from builder.scratch import copy_made, make_folder_atomically, record_made
 
 
 def cached_query_encoder(model_dir: Path, weights_sha256: str, cache_dir: Path) -> EncoderFiles:
@@ -19,9 +19,19 @@ def cached_query_encoder(model_dir: Path, weights_sha256: str, cache_dir: Path) 
     quantization = hashlib.sha256(json.dumps(QUANTIZATION, sort_keys=True).encode()).hexdigest()[:8]
     folder = cache_dir / "encoder" / f"{weights_sha256[:20]}-{CONFIG_FORMAT.replace('/', '-')}-{quantization}"
     files = EncoderFiles.in_folder(folder)
+    made = ("query encoder", str(Path(model_dir).resolve()), folder.name)
+    exported: list[Path] = []
+
+    def fill(scratch: Path) -> None:
+        if not copy_made(made, [scratch / path.name for path in files.all()]):
+            export_query_encoder(model_dir, scratch)
+            exported.append(scratch)
+
     make_folder_atomically(
         folder,
         complete=lambda candidate: all((candidate / path.name).is_file() for path in files.all()),
-        fill=lambda scratch: export_query_encoder(model_dir, scratch),
+        fill=fill,
     )
+    if exported:  # a later build with another cache copies these
+        record_made(made, files.all())
     return files

@@ -3,6 +3,8 @@ on or isolates it), so the stdlib `WordPieceTokenizer` replays it exactly in the
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import unicodedata
 from pathlib import Path
@@ -14,12 +16,21 @@ _SURROGATES = range(0xD800, 0xE000)
 
 
 def build_char_classes(tokenizer_json: Path) -> dict:
-    """Probe the Rust tokenizer over every code point; the stdlib tokenizer replays the answers."""
+    """Probe the Rust tokenizer over every code point; the stdlib tokenizer replays the answers. The probe
+    asks about 1.1 million code points twice, so the table is kept for the process, keyed by the file's
+    text: every later export of the same tokenizer (a build with a new cache) gets a copy of it."""
+    return copy.deepcopy(
+        _probed_char_classes(Path(tokenizer_json).read_text(encoding="utf-8"), str(tokenizer_json))
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _probed_char_classes(tokenizer_text: str, tokenizer_json: str) -> dict:
     from tokenizers import Tokenizer
 
-    spec = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
+    spec = json.loads(tokenizer_text)
     _require_bert_wordpiece(spec, tokenizer_json)
-    tokenizer = Tokenizer.from_file(str(tokenizer_json))
+    tokenizer = Tokenizer.from_str(tokenizer_text)
     code_points = [cp for cp in range(0x110000) if cp not in _SURROGATES]
 
     dropped, whitespace, cjk, mapped = [], [], [], {}
@@ -74,7 +85,7 @@ def build_char_classes(tokenizer_json: Path) -> dict:
     }
 
 
-def _require_bert_wordpiece(spec: dict, source: Path) -> None:
+def _require_bert_wordpiece(spec: dict, source: str) -> None:
     """The table replays a char-by-char BertNormalizer; other pipelines would be silently wrong."""
     found = (
         (spec.get("normalizer") or {}).get("type"),

@@ -139,3 +139,20 @@ def test_a_build_asking_for_a_gpu_on_a_machine_without_one_stops_before_fetching
     assert done.returncode == 2
     assert "--embed-device cuda: no CUDA GPU" in done.stderr
     assert not (tmp_path / "cache" / "papers").exists() and not (tmp_path / "site").exists()
+
+
+def test_a_new_cache_copies_this_process_s_export_while_that_file_is_intact(built_sites, tmp_path, model_dir):
+    """A build with a new cache would trace and fuse the model again: it copies the export this process
+    made for the same model and engine, unless that file has changed since, and then exports anew."""
+    identity = embed.identify("all-MiniLM-L6-v2", model_dir, "", "")
+    entry = document_encoder_path(built_sites.cache, identity)
+    targets = [tmp_path / cache / entry.relative_to(built_sites.cache) for cache in ("a", "b", "c")]
+    made = []
+    for target in targets:
+        if target == targets[2]:
+            targets[1].write_bytes(b"not a model")  # the file last recorded no longer holds what was written
+        encoder = embed.DocumentEncoder(model_dir, identity, target)  # starting it makes the export
+        assert embed.encode(encoder, ["a passage about dense retrieval"]).shape == (1, 384)
+        made.append(target.read_bytes())
+    assert made[1] == made[0]  # a copy
+    assert len(made[2]) > 1_000_000  # exported anew: the encoder above ran on it

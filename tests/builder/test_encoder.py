@@ -18,6 +18,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from builder.query_encoder import DEQUANTIZE_AT_LOAD, OnnxQueryEncoder, export_query_encoder
+from builder.query_encoder.cache import cached_query_encoder
 from builder.query_encoder.quantize import (
     MATRIX_STEPS,
     TOKEN_TABLE_STEP,
@@ -309,6 +310,18 @@ def test_export_is_deterministic(exported, model_dir, tmp_path):
     ):
         assert first.name == second.name
         assert hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()
+
+
+def test_a_new_cache_copies_the_query_encoder_this_process_exported(model_dir, tmp_path):
+    """A build with a new cache copies this process's export (the same bytes an export makes), unless one
+    of its files has changed since, and then it exports anew."""
+    weights = hashlib.sha256(b"this test's own cache key").hexdigest()
+    made = [cached_query_encoder(model_dir, weights, tmp_path / cache) for cache in ("a", "b")]
+    originals = [path.read_bytes() for path in made[0].all()]
+    assert [path.read_bytes() for path in made[1].all()] == originals
+    made[0].onnx.write_bytes(b"not a model")
+    again = cached_query_encoder(model_dir, weights, tmp_path / "c")
+    assert [path.read_bytes() for path in again.all()] == originals  # exported anew, deterministically
 
 
 def test_encoder_dir_without_config_names_the_fix(tmp_path):

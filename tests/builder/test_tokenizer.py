@@ -260,3 +260,12 @@ def test_bad_inputs_name_the_fix(model_dir, char_classes):
     tokenizer = WordPieceTokenizer.from_data(vocab_text, char_classes)
     with pytest.raises(ValueError, match="at least 2"):
         tokenizer.encode("hello", max_length=1)
+
+
+def test_the_char_class_probe_runs_once_a_process_and_hands_out_copies(model_dir, char_classes):
+    """Each build with a new cache exports the query encoder, whose char-class table takes seconds of
+    probing: a later export of the same tokenizer gets the first table, as a copy nobody can spoil."""
+    again = build_char_classes(model_dir / "tokenizer.json")
+    assert again == char_classes and again is not char_classes
+    again["normalizer"]["mapped"].clear()
+    assert build_char_classes(model_dir / "tokenizer.json") == char_classes
