@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from readingroom_core.formats.versioned import FORMAT_VERSION, compact_json, load_versioned
@@ -116,20 +116,30 @@ class PaperRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PaperRecord:
-        first, count = data["chunks"]
-        head_bytes, text_bytes = data["text"]
+    def from_table_row(cls, row: dict[str, Any]) -> PaperRecord:
+        """The fields the paper table holds (TABLE_FIELDS): what search loads at start-up."""
+        first, count = row["chunks"]
+        head_bytes, text_bytes = row["text"]
         return cls(
-            id=data["id"],
-            title=data["title"],
+            id=row["id"],
+            title=row["title"],
             first_chunk=first,
             chunk_count=count,
             text_bytes=(head_bytes, text_bytes),
-            authors=tuple(data["authors"]),
-            year=data["year"],
-            categories=tuple(data["categories"]),
-            tags=tuple(data["tags"]),
-            version=data["version"],
+            authors=tuple(row["authors"]),
+            year=row["year"],
+            categories=tuple(row["categories"]),
+            tags=tuple(row["tags"]),
+            version=row["version"],
+            short_names=tuple(row["short_names"]),
+            text_sha256=row["text_sha256"],
+        )
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PaperRecord:
+        """Every field, as `to_json` writes them into the papers file."""
+        return replace(
+            cls.from_table_row(data),
             abstract=data["abstract"],
             published=data["published"],
             updated=data["updated"],
@@ -141,8 +151,6 @@ class PaperRecord:
             pages=data["pages"],
             sections=tuple(SectionEntry(**s) for s in data["sections"]),
             vector=data.get("vector"),
-            short_names=tuple(data["short_names"]),
-            text_sha256=data["text_sha256"],
         )
 
 

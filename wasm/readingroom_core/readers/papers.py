@@ -3,8 +3,6 @@ papers' vectors as rows packed for scoring them all at once."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from readingroom_core.formats.papers import PaperRecord
 from readingroom_core.formats.versioned import load_versioned
 from readingroom_core.packedrows import PackedRows
@@ -15,31 +13,12 @@ def read_paper_table(data: bytes | str, what: str = "paper table") -> list[Paper
     records = []
     for row in load_versioned(data, what)["papers"]:
         try:
-            records.append(_table_record(row))
+            records.append(PaperRecord.from_table_row(row))
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(
                 f"{what}: a paper's record is malformed ({error!r}); rebuild the site"
             ) from error
     return records
-
-
-def _table_record(row: dict[str, Any]) -> PaperRecord:
-    first, count = row["chunks"]
-    head_bytes, text_bytes = row["text"]
-    return PaperRecord(
-        id=row["id"],
-        title=row["title"],
-        first_chunk=first,
-        chunk_count=count,
-        text_bytes=(head_bytes, text_bytes),
-        authors=tuple(row["authors"]),
-        year=row["year"],
-        categories=tuple(row["categories"]),
-        tags=tuple(row["tags"]),
-        version=row["version"],
-        short_names=tuple(row["short_names"]),
-        text_sha256=row["text_sha256"],
-    )
 
 
 def read_paper_vectors(data: bytes, papers: int, what: str = "paper vectors") -> PackedRows:
