@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from builder import __version__, config, ctrl_c, report
-from builder.commands import build, reading_list, search, serve
-from builder.commands.ask import add_ask_command, run_ask_command
-from builder.commands.beir import add_beir_command, run_beir_command
-from builder.commands.suggest import add_suggest_command, run_suggest_command
+from builder.commands import search
+from builder.commands.ask import add_ask_command
+from builder.commands.beir import add_beir_command
+from builder.commands.suggest import add_suggest_command
 from builder.offline import use_offline_environment
 from builder.paths import BASE_URL_ENV, DEFAULT_CACHE, DEFAULT_CORPUS, DEFAULT_OUT, MIRROR_ENV, REFRESH_ENV
 
@@ -92,7 +94,7 @@ def _fetch_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_limit_args(parser: argparse.ArgumentParser) -> None:
-    from builder.stages.parse.bounded import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
+    from builder.models import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
 
     parser.add_argument(
         "--parse-timeout",
@@ -281,21 +283,29 @@ def _add_site_commands(commands) -> None:
     serve.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
 
 
+# Each command's body, imported only when it runs: the build's stages bring pymupdf, arxiv and numpy,
+# which `add`, `list` or `ask` never need.
 COMMANDS = {
-    "build": build.cmd_build,
-    "fetch": build.cmd_fetch,
-    "stats": build.cmd_stats,
-    "add": reading_list.cmd_add,
-    "remove": reading_list.cmd_remove,
-    "list": reading_list.cmd_list,
-    "import-bibtex": reading_list.cmd_import_bibtex,
-    "query": search.cmd_query,
-    "eval": search.cmd_eval,
-    "serve": serve.cmd_serve,
-    "eval-beir": run_beir_command,
-    "ask": run_ask_command,
-    "suggest": run_suggest_command,
+    "build": "builder.commands.build:cmd_build",
+    "fetch": "builder.commands.build:cmd_fetch",
+    "stats": "builder.commands.build:cmd_stats",
+    "add": "builder.commands.reading_list:cmd_add",
+    "remove": "builder.commands.reading_list:cmd_remove",
+    "list": "builder.commands.reading_list:cmd_list",
+    "import-bibtex": "builder.commands.reading_list:cmd_import_bibtex",
+    "query": "builder.commands.search:cmd_query",
+    "eval": "builder.commands.search:cmd_eval",
+    "serve": "builder.commands.serve:cmd_serve",
+    "eval-beir": "builder.commands.beir:run_beir_command",
+    "ask": "builder.commands.ask:run_ask_command",
+    "suggest": "builder.commands.suggest:run_suggest_command",
 }
+
+
+def command_body(command: str) -> Callable[[argparse.Namespace], int]:
+    """The function that runs `command` (its module imported now)."""
+    module, name = COMMANDS[command].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     ctrl_c.listen()
     try:
-        return COMMANDS[args.command](args)
+        return command_body(args.command)(args)
     except (config.CorpusError, report.ReportError, FileNotFoundError, QuerySyntaxError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -71,6 +71,21 @@ class Settings:
     whole_index_mb: float = 16.0
 
 
+# One paper's parsing limits (builder/stages/parse/bounded.py, whose docstring says how they were chosen),
+# here so that the command line shows them without importing the parser.
+DEFAULT_SECONDS = 60.0
+DEFAULT_MEMORY_MB = 2048
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    seconds: float = DEFAULT_SECONDS  # wall time of one paper
+    memory_mb: int = DEFAULT_MEMORY_MB  # address space one paper may add to its process
+
+
+DEFAULT_LIMITS = ParseLimits()
+
+
 @dataclass(frozen=True)
 class Publish:
     """How the publishing workflow (.github/workflows/publish.yml) treats the list: `[publish]`."""

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 from builder import config
 from builder.ctrl_c import stop_if_heard
 from builder.embedding import DOCUMENT_ENGINE, choose_engine, identify, nvidia_gpu_here
-from builder.models import Failure, FetchedPaper, IngestedPaper, LockEntry, ParsedPaper
+from builder.models import (
+    DEFAULT_LIMITS,
+    Failure,
+    FetchedPaper,
+    IngestedPaper,
+    LockEntry,
+    ParsedPaper,
+    ParseLimits,
+)
 from builder.paths import resolve_model_dir
 from builder.report import BuildReport, FlaggedPage, write_report
 from builder.site.data import write_site_data
@@ -25,7 +33,6 @@ from builder.site.manifest import write_manifest
 from builder.site.pages import render
 from builder.site.staging import staged_site
 from builder.stages import chunk, embed, fetch, parse
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.writers.hnsw import write_hnsw_file
 
 if TYPE_CHECKING:

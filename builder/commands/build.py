@@ -15,8 +15,8 @@ from builder.report import read_report
 from builder.stages import fetch
 
 if TYPE_CHECKING:
+    from builder.models import ParseLimits
     from builder.pipeline import BuildOptions
-    from builder.stages.parse.bounded import ParseLimits
 
 
 def _mirror(args: argparse.Namespace) -> Path | None:
@@ -63,7 +63,7 @@ def build_options(args: argparse.Namespace, out_dir: Path) -> BuildOptions:
 
 def _parse_limits(args: argparse.Namespace) -> ParseLimits:
     """The build command's limits; `fetch`, which parses nothing, has the defaults."""
-    from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
+    from builder.models import DEFAULT_LIMITS, ParseLimits
 
     if not hasattr(args, "parse_timeout"):
         return DEFAULT_LIMITS

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from builder.distributed.cluster import ClusterError, Plan, connected, current_plan, resolve_address
 from builder.embedding import ModelIdentity
-from builder.models import Failure, FetchedPaper, IngestedPaper, ParsedPaper
-from builder.stages.parse.bounded import ParseLimits
+from builder.models import Failure, FetchedPaper, IngestedPaper, ParsedPaper, ParseLimits
 
 __all__ = ["Cluster", "ClusterError", "ray_cluster"]
 

@@ -17,9 +17,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from builder.models import Failure, FetchedPaper, ParsedPaper
+from builder.models import Failure, FetchedPaper, ParsedPaper, ParseLimits
 from builder.stages import parse
-from builder.stages.parse.bounded import ParseLimits
 
 
 def parse_one(row: dict[str, Any]) -> dict[str, Any]:

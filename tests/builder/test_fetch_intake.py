@@ -19,9 +19,8 @@ from support.arxiv_server import FakeArxiv, make_pdf
 from support.builds import write_corpus
 
 from builder.cli import main
-from builder.models import PaperRef
+from builder.models import PaperRef, ParseLimits
 from builder.stages.fetch import FetchOptions, fetch_papers
-from builder.stages.parse.bounded import ParseLimits
 from builder.stages.parse.identity import inspect_pdf
 
 DOC2QUERY, DISTILLATION, GQA, _ = corpus.PAPERS

@@ -16,9 +16,8 @@ from support import pdfgen
 from support.builds import write_corpus
 
 from builder.cli import main, make_parser
-from builder.models import PaperRef
+from builder.models import PaperRef, ParseLimits
 from builder.stages.fetch import FetchOptions, fetch_papers
-from builder.stages.parse.bounded import ParseLimits
 from readingroom_core.ranges import folder_reader
 from readingroom_core.readers.papers import read_paper_table
 

@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 from support import pdfgen
 
-from builder.models import Failure, FetchedPaper, PaperMeta, ParsedPaper
+from builder.models import Failure, FetchedPaper, PaperMeta, ParsedPaper, ParseLimits
 from builder.stages.parse import parse_papers
-from builder.stages.parse.bounded import ParseLimits
 
 
 def fetched(arxiv_id: str, pdf: Path) -> FetchedPaper:

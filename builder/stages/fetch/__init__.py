@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tqdm import tqdm
 
 from builder.config import CorpusError, lock_path_for, split_arxiv_id
-from builder.models import Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef
+from builder.models import DEFAULT_LIMITS, Failure, FetchedPaper, LockEntry, PaperMeta, PaperRef, ParseLimits
 from builder.paths import DEFAULT_CORPUS
 from builder.scratch import exclusive
 from builder.stages.fetch.archive import MAX_PDF_MB, FolderError, PdfFolder
@@ -47,11 +47,9 @@ from builder.stages.fetch.sources import (
     clean,
     sha256_file,
 )
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 
 if TYPE_CHECKING:
     from builder.stages.fetch.folder import OfflineFolder
-    from builder.stages.parse.bounded import ParseLimits
 
 __all__ = ["FetchOptions", "FetchResult", "LockEntry", "cache_paper_dir", "fetch_papers", "is_valid_arxiv_id"]
 

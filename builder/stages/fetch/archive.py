@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits, run_bounded
+from builder.models import DEFAULT_LIMITS, ParseLimits
+from builder.stages.parse.bounded import run_bounded
 from builder.stages.parse.identity import Inspection, inspect_pdf
 
 log = logging.getLogger(__name__)

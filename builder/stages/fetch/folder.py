@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from builder.models import PaperMeta, file_stem
+from builder.models import DEFAULT_LIMITS, PaperMeta, ParseLimits, file_stem
 from builder.scratch import exclusive
 from builder.stages.fetch.archive import NEW_STYLE, OLD_STYLE, FolderError, Located, PdfFolder, versioned_id
 from builder.stages.fetch.download import short_error
@@ -37,7 +37,6 @@ from builder.stages.fetch.sources import (
     meta_from_mirror,
     sha256_file,
 )
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits
 from builder.stages.parse.title_page import OverLimit, Printed, read_bounded
 
 log = logging.getLogger(__name__)

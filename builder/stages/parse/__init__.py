@@ -15,9 +15,9 @@ from pathlib import Path
 import pymupdf
 from tqdm import tqdm
 
-from builder.models import Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper
+from builder.models import DEFAULT_LIMITS, Failure, FetchedPaper, PageFlag, PageSpan, ParsedPaper, ParseLimits
 from builder.scratch import write_text_atomically
-from builder.stages.parse.bounded import DEFAULT_LIMITS, ParseLimits, out_of_memory, run_bounded
+from builder.stages.parse.bounded import out_of_memory, run_bounded
 from builder.stages.parse.flags import page_flag
 from builder.stages.parse.glyphs import FontGlyphs
 from builder.stages.parse.layout import body_font_size, drop_running_lines, merge_rows, reading_order

@@ -27,22 +27,13 @@ from multiprocessing.connection import Connection, wait
 from typing import Generic, TypeVar
 
 from builder import ctrl_c
+from builder.models import ParseLimits
 from builder.workers import die_with_parent
-
-DEFAULT_SECONDS = 60.0
-DEFAULT_MEMORY_MB = 2048
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 
 
-@dataclass(frozen=True)
-class ParseLimits:
-    seconds: float = DEFAULT_SECONDS  # wall time of one paper
-    memory_mb: int = DEFAULT_MEMORY_MB  # address space one paper may add to its process
-
-
-DEFAULT_LIMITS = ParseLimits()
 OVER_MEMORY = 75  # a parse process's exit status when an allocation failed under its memory limit
 # How MuPDF reports an allocation that failed (its FZ_ERROR_SYSTEM, e.g. "code=2: calloc (4104 x 1 bytes)
 # failed"): under the memory limit that, not a MemoryError, is what text extraction often raises.
