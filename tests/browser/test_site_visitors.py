@@ -145,7 +145,9 @@ def test_copy_citation_gives_title_and_a_bibtex_entry(site_url, watched):
     assert cited == (
         f"[arXiv:{DOC2QUERY} {pages}] {authors} (2019). {paper.title}. arXiv:{DOC2QUERY}{version}, {pages}."
     )
-    page.click("#results .hit .copy-bibtex")
+    page.evaluate("window.copied = null")
+    page.click("#results .hit .copy-bibtex")  # the entry comes from the references file, fetched on the click
+    wait_for(page, "() => window.copied !== null")
     entry = page.evaluate("window.copied")
     assert entry.startswith(
         "@misc{lindqvist2019expanding,\n"
