@@ -95,7 +95,7 @@ def record_made(key: tuple[str, ...], files: Sequence[Path]) -> None:
 def copy_made(key: tuple[str, ...], targets: Sequence[Path]) -> bool:
     """Copy the files this process made for `key` onto `targets`, in order, and say so; False, copying
     nothing, where none were made or one no longer holds the bytes it was made with. A build with a new
-    cache (the tests make dozens; `serve` rebuilds) so skips seconds of exporting a model it already has."""
+    cache (the test suite makes dozens in one process) so skips seconds of exporting a model it already has."""
     made = _MADE.get(key)
     if not made or len(made) != len(targets):
         return False

@@ -20,12 +20,12 @@ def build_char_classes(tokenizer_json: Path) -> dict:
     asks about 1.1 million code points twice, so the table is kept for the process, keyed by the file's
     text: every later export of the same tokenizer (a build with a new cache) gets a copy of it."""
     return copy.deepcopy(
-        _probed_char_classes(Path(tokenizer_json).read_text(encoding="utf-8"), str(tokenizer_json))
+        probed_char_classes(Path(tokenizer_json).read_text(encoding="utf-8"), str(tokenizer_json))
     )
 
 
 @functools.lru_cache(maxsize=2)
-def _probed_char_classes(tokenizer_text: str, tokenizer_json: str) -> dict:
+def probed_char_classes(tokenizer_text: str, tokenizer_json: str) -> dict:
     from tokenizers import Tokenizer
 
     spec = json.loads(tokenizer_text)

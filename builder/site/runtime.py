@@ -180,7 +180,7 @@ def python_runtime(wheel: bytes) -> tuple[bytes, bytes]:
     (wasm/node/python_snapshot.mjs): a visitor's search worker restores the snapshot instead of booting
     Python, or boots with the compiled library where the snapshot would take too long to come. The same
     wheel gives the same bytes (the wheel's bytes pass through Python's memory), so a later build in the
-    same process (the tests, `serve` re-rendering) with the same wheel, script and Pyodide reuses them."""
+    same process (the test suite, a script that builds several sites) with the same wheel, script and Pyodide reuses them."""
     return made_python_runtime(
         wheel, files_fingerprint(SNAPSHOT_SCRIPT, *(PYODIDE_PACKAGE / name for name in RUNTIME_INPUTS))
     )

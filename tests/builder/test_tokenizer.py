@@ -12,7 +12,7 @@ import pytest
 from tokenizers import Tokenizer
 
 import readingroom_core.tokenizer as tokenizer_module
-from builder.query_encoder.char_classes import build_char_classes
+from builder.query_encoder.char_classes import build_char_classes, probed_char_classes
 from readingroom_core.tokenizer import WordPieceTokenizer
 
 CODE_POINTS = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
@@ -265,7 +265,9 @@ def test_bad_inputs_name_the_fix(model_dir, char_classes):
 def test_the_char_class_probe_runs_once_a_process_and_hands_out_copies(model_dir, char_classes):
     """Each build with a new cache exports the query encoder, whose char-class table takes seconds of
     probing: a later export of the same tokenizer gets the first table, as a copy nobody can spoil."""
+    probes = probed_char_classes.cache_info()
     again = build_char_classes(model_dir / "tokenizer.json")
+    assert probed_char_classes.cache_info().hits == probes.hits + 1  # not probed again
     assert again == char_classes and again is not char_classes
     again["normalizer"]["mapped"].clear()
     assert build_char_classes(model_dir / "tokenizer.json") == char_classes
